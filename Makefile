@@ -1,0 +1,25 @@
+# Makefile for ttl_index (PGXS)
+
+MODULE_big = ttl_index
+OBJS = \
+	src/api.o \
+	src/catalog.o \
+	src/launcher.o \
+	src/purge.o \
+	src/stats.o \
+	src/ttl_index.o \
+	src/worker.o
+
+EXTENSION = ttl_index
+DATA = sql/ttl_index--1.0.sql
+PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
+
+REGRESS = ttl_index
+REGRESS_OPTS = --inputdir=test --outputdir=test
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

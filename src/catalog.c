@@ -1,0 +1,233 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reading the policy catalog (ttl_index_policy) and choosing the btree
+ *	  index a purge scans.
+ *
+ * The catalog is an ordinary table in the extension's schema, read through
+ * SPI with fully qualified names, so a caller's search_path cannot redirect
+ * it.  All functions here must be called inside a transaction; the ones that
+ * use SPI must be called between SPI_connect() and SPI_finish().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "ttl_index.h"
+
+/*
+ * ttl_catalog_namespace
+ *		Schema the extension is installed in, or InvalidOid when it is not
+ *		installed in this database (and missing_ok).
+ */
+Oid
+ttl_catalog_namespace(bool missing_ok)
+{
+	Oid			extoid;
+	Oid			nspoid = InvalidOid;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	extoid = get_extension_oid(TTL_EXTENSION_NAME, missing_ok);
+	if (!OidIsValid(extoid))
+		return InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nspoid = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!OidIsValid(nspoid) && !missing_ok)
+		elog(ERROR, "could not find the schema of extension \"%s\"",
+			 TTL_EXTENSION_NAME);
+	return nspoid;
+}
+
+/*
+ * ttl_catalog_relname
+ *		Fully qualified, quoted name of the policy catalog.
+ */
+char *
+ttl_catalog_relname(void)
+{
+	Oid			nspoid = ttl_catalog_namespace(false);
+
+	return quote_qualified_identifier(get_namespace_name(nspoid),
+									  TTL_CATALOG_NAME);
+}
+
+/*
+ * ttl_interval_usecs
+ *		An expire_after interval as microseconds.  Days count as 24 hours;
+ *		months are refused when a policy is created (they have no fixed
+ *		length), and a hand-edited catalog row with months counts them as 30
+ *		days, like interval comparison does.
+ */
+int64
+ttl_interval_usecs(Interval *span)
+{
+	return span->time + (int64) span->day * USECS_PER_DAY +
+		(int64) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/*
+ * ttl_load_policies
+ *		Read every policy of the current database, in id order, into cxt.
+ */
+List *
+ttl_load_policies(MemoryContext cxt)
+{
+	char	   *sql;
+	List	   *result = NIL;
+	int			ret;
+
+	sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
+				   " expire_after, coalesce(batch_size, 0), enabled,"
+				   " coalesce(created_index::pg_catalog.oid, 0)"
+				   " FROM %s ORDER BY id",
+				   ttl_catalog_relname());
+	ret = SPI_execute(sql, true, 0);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not read the ttl_index policy catalog: %s",
+			 SPI_result_code_string(ret));
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old;
+		TtlPolicy  *p;
+		bool		isnull;
+
+		old = MemoryContextSwitchTo(cxt);
+		p = palloc0(sizeof(TtlPolicy));
+		p->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		p->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		p->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
+		p->column_name = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+		p->expire_after =
+			ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
+		p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		p->created_index = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+		result = lappend(result, p);
+		MemoryContextSwitchTo(old);
+	}
+	return result;
+}
+
+/*
+ * ttl_type_supported
+ *		Column types a TTL policy can use.
+ */
+bool
+ttl_type_supported(Oid typid)
+{
+	return typid == TIMESTAMPTZOID || typid == TIMESTAMPOID || typid == DATEOID;
+}
+
+/*
+ * ttl_index_is_btree
+ *		Whether an index uses the btree access method.
+ */
+static bool
+ttl_index_is_btree(Oid indexoid)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * ttl_find_index
+ *		A btree index a purge can range-scan on the column: valid, ready,
+ *		no predicate, the column as its ascending first key with the type's
+ *		default operator class.  Single-column indexes are preferred, as they
+ *		are the smallest to scan.  Returns InvalidOid when there is none.
+ *
+ * The caller holds a lock on rel.
+ */
+Oid
+ttl_find_index(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+	Oid			defopclass = GetDefaultOpClass(typid, BTREE_AM_OID);
+	Oid			best = InvalidOid;
+	int			best_natts = INT_MAX;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup;
+		Form_pg_index idx;
+		Datum		datum;
+		oidvector  *indclass;
+		int2vector *indoption;
+		bool		usable;
+
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		idx = (Form_pg_index) GETSTRUCT(tup);
+
+		usable = idx->indisvalid && idx->indisready && idx->indislive &&
+			idx->indnkeyatts >= 1 && idx->indkey.values[0] == attnum &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			ttl_index_is_btree(indexoid);
+		if (usable)
+		{
+			datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &usable);
+			indclass = (oidvector *) DatumGetPointer(datum);
+			usable = !usable && indclass->values[0] == defopclass;
+		}
+		if (usable)
+		{
+			bool		isnull;
+
+			datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indoption, &isnull);
+			indoption = (int2vector *) DatumGetPointer(datum);
+			usable = !isnull && (indoption->values[0] & INDOPTION_DESC) == 0;
+		}
+		if (usable && idx->indnatts < best_natts)
+		{
+			best = indexoid;
+			best_natts = idx->indnatts;
+		}
+		ReleaseSysCache(tup);
+	}
+	list_free(indexes);
+	return best;
+}

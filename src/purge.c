@@ -1,0 +1,627 @@
+/*-------------------------------------------------------------------------
+ *
+ * purge.c
+ *	  The purge engine.  One batch of one policy:
+ *
+ *	  1. take the table's lock without waiting (else: come back later);
+ *	  2. become the table owner, in a restricted security context with a
+ *		 safe search_path and a short lock_timeout;
+ *	  3. range-scan the btree on the TTL column from where the last batch
+ *		 stopped up to the cutoff fixed when the pass began, collecting the
+ *		 TIDs of visible rows, skipping rows another transaction is
+ *		 changing or has locked, until the row limit or the time limit;
+ *	  4. DELETE exactly those rows through the executor, by TID, with the
+ *		 cutoff repeated in the WHERE clause so that a row moved into the
+ *		 future by a concurrent UPDATE is re-checked and kept.
+ *
+ * The caller owns the transaction: the worker runs each batch in its own,
+ * ttl_runner() runs all batches in the caller's.  Locks taken here are held
+ * until that transaction ends.
+ *
+ * Why a DELETE by TID and not "DELETE ... WHERE ts < cutoff LIMIT n": the
+ * rows a batch deletes are the ones its own scan found, so the planner never
+ * chooses how to find them (no sequential scan per batch), and the next
+ * batch resumes from the last key instead of re-reading the index entries
+ * of rows already deleted.  The DELETE plan is generic (prepared once per
+ * policy); its TID array parameter makes it a TID scan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "ttl_index.h"
+
+/* a new pass starts with this many rows per batch, then adapts */
+#define TTL_FIRST_BATCH_ROWS	1000
+#define TTL_MIN_BATCH_ROWS		16
+/* look at the clock every this many index entries */
+#define TTL_CLOCK_EVERY			64
+
+/*
+ * Everything a batch holds open, so that one cleanup path releases it.
+ */
+typedef struct TtlOpenTable
+{
+	Relation	rel;
+	Relation	irel;
+	Oid			typid;
+	char	   *relname;		/* qualified, for messages */
+} TtlOpenTable;
+
+typedef struct TtlErrorContext
+{
+	const char *relname;
+	const char *colname;
+} TtlErrorContext;
+
+/*
+ * ttl_purge_errcontext
+ *		Name the table and column in every error raised during a batch.
+ */
+static void
+ttl_purge_errcontext(void *arg)
+{
+	TtlErrorContext *ctx = (TtlErrorContext *) arg;
+
+	errcontext("while purging expired rows of table %s, column %s",
+			   ctx->relname, ctx->colname);
+}
+
+/*
+ * ttl_cutoff
+ *		The scan bound for a pass that began at `now`: a row is expired when
+ *		its key is strictly below the returned value.
+ *
+ * timestamptz compares as is.  timestamp (without time zone) is read as
+ * local time in the server's TimeZone, like now()::timestamp.  A date d
+ * expires expire_after after midnight at the start of d, local time.
+ */
+static Datum
+ttl_cutoff(Oid typid, TimestampTz now, int64 expire_after)
+{
+	TimestampTz limit = now - expire_after;
+	Timestamp	local;
+	DateADT		day;
+
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return TimestampTzGetDatum(limit);
+		case TIMESTAMPOID:
+			return DirectFunctionCall1(timestamptz_timestamp,
+									   TimestampTzGetDatum(limit));
+		case DATEOID:
+			local = DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
+														  TimestampTzGetDatum(limit)));
+			day = DatumGetDateADT(DirectFunctionCall1(timestamp_date,
+													  TimestampGetDatum(local)));
+			/* day's midnight is expired only if strictly before `local` */
+			if ((Timestamp) day * USECS_PER_DAY < local)
+				day++;
+			return DateADTGetDatum(day);
+		default:
+			elog(ERROR, "unsupported TTL column type %u", typid);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+/*
+ * ttl_key_expiry
+ *		The instant a row with this key expires.  Infinite keys give
+ *		DT_NOEND (never) or DT_NOBEGIN (always).
+ */
+static TimestampTz
+ttl_key_expiry(Oid typid, Datum key, int64 expire_after)
+{
+	TimestampTz ts;
+
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			ts = DatumGetTimestampTz(key);
+			break;
+		case TIMESTAMPOID:
+			if (TIMESTAMP_NOT_FINITE(DatumGetTimestamp(key)))
+				ts = DatumGetTimestamp(key);
+			else
+				ts = DatumGetTimestampTz(DirectFunctionCall1(timestamp_timestamptz, key));
+			break;
+		case DATEOID:
+			if (DATE_NOT_FINITE(DatumGetDateADT(key)))
+				ts = DATE_IS_NOBEGIN(DatumGetDateADT(key)) ? DT_NOBEGIN : DT_NOEND;
+			else
+				ts = DatumGetTimestampTz(DirectFunctionCall1(date_timestamptz, key));
+			break;
+		default:
+			elog(ERROR, "unsupported TTL column type %u", typid);
+	}
+	if (TIMESTAMP_NOT_FINITE(ts))
+		return ts;
+	return ts + expire_after;
+}
+
+/*
+ * ttl_btree_proc
+ *		The comparison function of the column type's default btree opfamily
+ *		for a strategy.
+ */
+static RegProcedure
+ttl_btree_proc(Relation irel, Oid typid, StrategyNumber strategy)
+{
+	Oid			opfamily = irel->rd_opfamily[0];
+	Oid			opno;
+
+	opno = get_opfamily_member(opfamily, typid, typid, strategy);
+	if (!OidIsValid(opno))
+		elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+			 strategy, typid, typid, opfamily);
+	return get_opcode(opno);
+}
+
+/*
+ * ttl_open_table
+ *		Lock and open the table and its TTL index without waiting.
+ *
+ * Returns the outcome: TTL_BATCH_MORE when both are open, TTL_BATCH_LOCKED
+ * when a lock was not free, TTL_BATCH_GONE when the table is gone.  Raises
+ * an error when the policy cannot work (column type changed, index gone).
+ */
+static TtlBatchOutcome
+ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
+{
+	Form_pg_attribute att;
+	Oid			indexoid;
+
+	memset(t, 0, sizeof(TtlOpenTable));
+
+	if (!ConditionalLockRelationOid(policy->relid, RowExclusiveLock))
+		return TTL_BATCH_LOCKED;
+	t->rel = try_relation_open(policy->relid, NoLock);
+	if (t->rel == NULL)
+	{
+		UnlockRelationOid(policy->relid, RowExclusiveLock);
+		return TTL_BATCH_GONE;
+	}
+	t->relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(t->rel)),
+											RelationGetRelationName(t->rel));
+
+	if (t->rel->rd_rel->relkind != RELKIND_RELATION ||
+		t->rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an ordinary heap table",
+						RelationGetRelationName(t->rel))));
+
+	if (policy->attnum <= 0 || policy->attnum > RelationGetNumberOfAttributes(t->rel))
+		return TTL_BATCH_GONE;
+	att = TupleDescAttr(RelationGetDescr(t->rel), policy->attnum - 1);
+	if (att->attisdropped)
+		return TTL_BATCH_GONE;
+	if (!ttl_type_supported(att->atttypid))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of table %s is of type %s, which a TTL policy cannot use",
+						NameStr(att->attname), t->relname,
+						format_type_be(att->atttypid)),
+				 errhint("Change the column back to timestamptz, timestamp or date, or drop the policy with ttl_drop_index().")));
+	t->typid = att->atttypid;
+
+	indexoid = ttl_find_index(t->rel, policy->attnum);
+	if (!OidIsValid(indexoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table %s has no usable btree index on column \"%s\"",
+						t->relname, NameStr(att->attname)),
+				 errhint("Call ttl_create_index() again to recreate the index.")));
+	if (!ConditionalLockRelationOid(indexoid, AccessShareLock))
+		return TTL_BATCH_LOCKED;
+	t->irel = index_open(indexoid, NoLock);
+
+	return TTL_BATCH_MORE;
+}
+
+/*
+ * ttl_close_table
+ *		Close what ttl_open_table opened; locks stay until transaction end.
+ */
+static void
+ttl_close_table(TtlOpenTable *t)
+{
+	if (t->irel)
+		index_close(t->irel, NoLock);
+	if (t->rel)
+		table_close(t->rel, NoLock);
+}
+
+/*
+ * ttl_tuple_busy
+ *		Whether another transaction is updating, deleting or locking the row
+ *		version in the slot right now.  Such rows are skipped, not waited
+ *		for: the next pass gets them.
+ */
+static bool
+ttl_tuple_busy(TupleTableSlot *slot)
+{
+	BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) slot;
+	TM_Result	res;
+
+	Assert(TTS_IS_BUFFERTUPLE(slot));
+	LockBuffer(bslot->buffer, BUFFER_LOCK_SHARE);
+	res = HeapTupleSatisfiesUpdate(bslot->base.tuple, GetCurrentCommandId(false),
+								   bslot->buffer);
+	LockBuffer(bslot->buffer, BUFFER_LOCK_UNLOCK);
+	return res == TM_BeingModified;
+}
+
+/*
+ * ttl_delete_plan
+ *		The saved DELETE plan of a policy: by TID, with the cutoff repeated.
+ *
+ * Prepared with enable_seqscan off and as a generic plan, so that it is a
+ * TID scan whatever the table's statistics say.
+ */
+static SPIPlanPtr
+ttl_delete_plan(TtlPolicy *policy, TtlPurgeState *state, TtlOpenTable *t)
+{
+	char	   *sql;
+	Oid			argtypes[2];
+	SPIPlanPtr	plan;
+	int			nestlevel;
+
+	if (state->plan != NULL && state->plan_relid == policy->relid)
+		return state->plan;
+	ttl_purge_state_reset(state);
+
+	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)"
+				   " AND %s OPERATOR(pg_catalog.<) $2",
+				   t->relname,
+				   quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(t->rel),
+														  policy->attnum - 1)->attname)));
+	argtypes[0] = TIDARRAYOID;
+	argtypes[1] = t->typid;
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	plan = SPI_prepare_cursor(sql, 2, argtypes, CURSOR_OPT_GENERIC_PLAN);
+	AtEOXact_GUC(true, nestlevel);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the purge of %s: %s",
+			 t->relname, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not save the purge plan of %s", t->relname);
+
+	state->plan = plan;
+	state->plan_relid = policy->relid;
+	pfree(sql);
+	return plan;
+}
+
+/*
+ * ttl_probe_from
+ *		The first visible key at or after `from` (or the first at all when
+ *		!have_from), as the instant it expires.  Returns false when there is
+ *		no such row.
+ */
+static bool
+ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
+			   TimestampTz *expires_at)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found = false;
+
+	if (have_from)
+		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber,
+					ttl_btree_proc(t->irel, t->typid, BTGreaterEqualStrategyNumber),
+					from);
+	else
+	{
+		ScanKeyEntryInitialize(&key, SK_ISNULL | SK_SEARCHNOTNULL, 1,
+							   InvalidStrategy, InvalidOid, InvalidOid,
+							   InvalidOid, (Datum) 0);
+	}
+
+	slot = table_slot_create(t->rel, NULL);
+	scan = index_beginscan(t->rel, t->irel, GetActiveSnapshot(), 1, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+
+		if (!isnull)
+		{
+			*expires_at = ttl_key_expiry(t->typid, k, policy->expire_after);
+			found = true;
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * ttl_pass_begin
+ *		Start a pass: fix its cutoff time, forget where the last pass ended.
+ */
+void
+ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
+{
+	state->in_pass = true;
+	state->pass_start = GetCurrentTimestamp();
+	state->now = now;
+	state->have_resume = false;
+	state->resume_key = (Datum) 0;
+	state->pass_rows = 0;
+	if (state->row_limit <= 0)
+		state->row_limit = TTL_FIRST_BATCH_ROWS;
+}
+
+/*
+ * ttl_purge_state_reset
+ *		Drop the saved plan (before the state is freed, or when the table
+ *		changed).
+ */
+void
+ttl_purge_state_reset(TtlPurgeState *state)
+{
+	if (state->plan != NULL)
+		SPI_freeplan(state->plan);
+	state->plan = NULL;
+	state->plan_relid = InvalidOid;
+}
+
+/*
+ * ttl_purge_batch
+ *		Run one batch of a policy's current pass.  Must be called inside a
+ *		transaction, between SPI_connect() and SPI_finish().
+ */
+void
+ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
+{
+	TtlOpenTable t;
+	TtlErrorContext errctx;
+	ErrorContextCallback errcallback;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	char		timeout[32];
+	instr_time	start;
+	instr_time	now;
+	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
+	int32		limit;
+	ItemPointerData *tids;
+	int			ntids = 0;
+	int64		seen = 0;
+	bool		stopped = false;
+	bool		have_last = false;
+	Datum		last_key = (Datum) 0;
+	Datum		cutoff;
+	ScanKeyData keys[2];
+	int			nkeys = 0;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+
+	memset(result, 0, sizeof(TtlBatchResult));
+	INSTR_TIME_SET_CURRENT(start);
+
+	result->outcome = ttl_open_table(policy, &t);
+	if (result->outcome != TTL_BATCH_MORE)
+	{
+		ttl_close_table(&t);
+		return;
+	}
+
+	errctx.relname = t.relname;
+	errctx.colname = policy->column_name;
+	errcallback.callback = ttl_purge_errcontext;
+	errcallback.arg = &errctx;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	/*
+	 * From here on we act as the table owner, as VACUUM does: triggers,
+	 * foreign-key actions and default expressions run with the owner's
+	 * rights, never ours.  search_path holds only pg_catalog and pg_temp so
+	 * that nobody else's objects can be slipped into the owner's triggers.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(t.rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	snprintf(timeout, sizeof(timeout), "%d", ttl_lock_timeout);
+	(void) set_config_option("lock_timeout", timeout, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	/* 3. the range scan */
+	limit = Min(Max(state->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
+	tids = palloc(sizeof(ItemPointerData) * limit);
+	cutoff = ttl_cutoff(t.typid, state->now, policy->expire_after);
+	if (state->have_resume)
+		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
+					ttl_btree_proc(t.irel, t.typid, BTGreaterEqualStrategyNumber),
+					state->resume_key);
+	ScanKeyInit(&keys[nkeys++], 1, BTLessStrategyNumber,
+				ttl_btree_proc(t.irel, t.typid, BTLessStrategyNumber),
+				cutoff);
+
+	slot = table_slot_create(t.rel, NULL);
+	scan = index_beginscan(t.rel, t.irel, GetActiveSnapshot(), nkeys, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, keys, nkeys, NULL, 0);
+
+	while (ntids < limit)
+	{
+		bool		isnull;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+			break;
+		seen++;
+		last_key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		have_last = !isnull;
+
+		if (ttl_tuple_busy(slot))
+			result->skipped_locked++;
+		else
+			tids[ntids++] = slot->tts_tid;
+
+		if (seen % TTL_CLOCK_EVERY == 0)
+		{
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MILLISEC(now) >= ttl_batch_time)
+			{
+				stopped = true;
+				break;
+			}
+		}
+	}
+	if (ntids >= limit)
+		stopped = true;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+
+	/* 4. the delete, through the executor */
+	if (ntids > 0)
+	{
+		SPIPlanPtr	plan = ttl_delete_plan(policy, state, &t);
+		Datum	   *tiddatums = palloc(sizeof(Datum) * ntids);
+		Datum		values[2];
+		int			ret;
+
+		for (int i = 0; i < ntids; i++)
+			tiddatums[i] = PointerGetDatum(&tids[i]);
+		values[0] = PointerGetDatum(construct_array(tiddatums, ntids, TIDOID,
+													sizeof(ItemPointerData), false,
+													TYPALIGN_SHORT));
+		values[1] = cutoff;
+		ret = SPI_execute_plan(plan, values, NULL, false, 0);
+		if (ret != SPI_OK_DELETE)
+			elog(ERROR, "purge of %s failed: %s", t.relname,
+				 SPI_result_code_string(ret));
+		result->deleted = SPI_processed;
+		pfree(tiddatums);
+	}
+	pfree(tids);
+
+	/* where the next batch resumes, or when the next row expires */
+	if (stopped)
+	{
+		result->outcome = TTL_BATCH_MORE;
+		/* no progress at all: give up on this pass rather than spin */
+		if (have_last && state->have_resume && result->deleted == 0 &&
+			last_key == state->resume_key)
+			result->outcome = TTL_BATCH_DONE;
+	}
+	else
+		result->outcome = TTL_BATCH_DONE;
+	if (have_last)
+	{
+		state->resume_key = last_key;
+		state->have_resume = true;
+	}
+	if (result->outcome == TTL_BATCH_DONE)
+	{
+		if (!ttl_probe_from(policy, &t, true, cutoff, &state->next_expiry))
+			state->next_expiry = 0;
+	}
+
+	PopActiveSnapshot();
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	error_context_stack = errcallback.previous;
+	ttl_close_table(&t);
+
+	/* the next batch aims at ttl_index.batch_time */
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	result->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	if (ntids > 0)
+	{
+		double		per_row = Max(result->elapsed_ms, 0.001) / ntids;
+		double		target = ttl_batch_time / per_row;
+
+		state->row_limit = (int32) Min(Max(target, TTL_MIN_BATCH_ROWS), batch_size);
+	}
+	state->pass_rows += result->deleted;
+	if (result->outcome == TTL_BATCH_DONE)
+		state->in_pass = false;
+}
+
+/*
+ * ttl_probe_oldest
+ *		When the oldest row of a policy expires (or expired), read from the
+ *		first entry of its index.  Never waits for a lock: a locked table is
+ *		TTL_PROBE_UNKNOWN.  Must be called inside a transaction with an
+ *		active snapshot.
+ */
+TtlProbeResult
+ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
+{
+	TtlOpenTable t;
+	TtlProbeResult result = TTL_PROBE_UNKNOWN;
+	Form_pg_attribute att;
+	Oid			indexoid;
+
+	memset(&t, 0, sizeof(t));
+	if (!ConditionalLockRelationOid(policy->relid, AccessShareLock))
+		return TTL_PROBE_UNKNOWN;
+	t.rel = try_relation_open(policy->relid, NoLock);
+	if (t.rel == NULL)
+	{
+		UnlockRelationOid(policy->relid, AccessShareLock);
+		return TTL_PROBE_UNKNOWN;
+	}
+	if (t.rel->rd_rel->relkind != RELKIND_RELATION ||
+		policy->attnum <= 0 || policy->attnum > RelationGetNumberOfAttributes(t.rel))
+		goto done;
+	att = TupleDescAttr(RelationGetDescr(t.rel), policy->attnum - 1);
+	if (att->attisdropped || !ttl_type_supported(att->atttypid))
+		goto done;
+	t.typid = att->atttypid;
+	indexoid = ttl_find_index(t.rel, policy->attnum);
+	if (!OidIsValid(indexoid) || !ConditionalLockRelationOid(indexoid, AccessShareLock))
+		goto done;
+	t.irel = index_open(indexoid, NoLock);
+	result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
+		TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+
+done:
+	ttl_close_table(&t);
+	return result;
+}

@@ -1,0 +1,192 @@
+/*-------------------------------------------------------------------------
+ *
+ * ttl_index.c
+ *	  Module load: the ttl_index.* settings, the shared memory request and
+ *	  the hooks the extension installs.
+ *
+ * Loaded through shared_preload_libraries, the module reserves shared memory
+ * (database slots for the launcher, counters for the stats view), registers
+ * the launcher and installs a utility hook so that DROP DATABASE and friends
+ * do not trip over a worker.  Loaded any other way (CREATE EXTENSION without
+ * preloading), only the SQL functions work: ttl_runner() purges, nothing
+ * purges automatically, and the stats view shows no counters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+
+#include "ttl_index.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+bool		ttl_enabled = true;
+int			ttl_batch_size = 10000;
+int			ttl_batch_time = 200;
+int			ttl_max_sleep = 1000;
+int			ttl_lock_timeout = 100;
+int			ttl_error_delay = 10;
+int			ttl_launcher_naptime = 5;
+int			ttl_max_databases = 64;
+int			ttl_max_policies = 10000;
+
+bool		ttl_preloaded = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void ttl_shmem_request(void);
+static void ttl_shmem_startup(void);
+static void ttl_xact_callback(XactEvent event, void *arg);
+
+/*
+ * _PG_init
+ *		Define the settings; when preloaded, also claim shared memory,
+ *		register the launcher and install the hooks.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomBoolVariable("ttl_index.enabled",
+							 "Whether the background workers delete expired rows.",
+							 "When off, the workers keep running but delete nothing.",
+							 &ttl_enabled, true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.batch_size",
+							"Most rows deleted in one batch (one transaction), unless the policy sets its own.",
+							NULL,
+							&ttl_batch_size, 10000, 1, 1000000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.batch_time",
+							"Target duration of one batch (one transaction).",
+							"A batch stops scanning when this time is up, and the next batch of the same policy "
+							"takes fewer rows if the last one took longer.",
+							&ttl_batch_time, 200, 1, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_sleep",
+							"Longest time a worker sleeps before it looks for expired rows again.",
+							"Workers sleep until the next known expiry, but never longer than this, so that rows "
+							"inserted already expired are found.",
+							&ttl_max_sleep, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.lock_timeout",
+							"Longest time a batch waits for a lock before it gives up and retries later.",
+							NULL,
+							&ttl_lock_timeout, 100, 1, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.error_delay",
+							"Time a policy rests after a failed batch before it is tried again.",
+							NULL,
+							&ttl_error_delay, 10, 1, 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.launcher_naptime",
+							"Time between two looks of the launcher at the list of databases.",
+							NULL,
+							&ttl_launcher_naptime, 5, 1, 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_databases",
+							"Most databases the launcher keeps track of.",
+							NULL,
+							&ttl_max_databases, 64, 1, 10000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_policies",
+							"Most policies, over all databases, whose counters are kept in shared memory.",
+							NULL,
+							&ttl_max_policies, 10000, 10, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("ttl_index");
+
+	RegisterXactCallback(ttl_xact_callback, NULL);
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	ttl_preloaded = true;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = ttl_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = ttl_shmem_startup;
+
+	ttl_utility_hook_install();
+	ttl_launcher_register();
+}
+
+/*
+ * ttl_shmem_request
+ *		Reserve the shared memory and the lock tranche we need.
+ */
+static void
+ttl_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(add_size(ttl_launcher_shmem_size(),
+									ttl_stats_shmem_size()));
+	RequestNamedLWLockTranche("ttl_index", 2);
+}
+
+/*
+ * ttl_shmem_startup
+ *		Create or attach to the shared memory structures.
+ */
+static void
+ttl_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	ttl_launcher_shmem_init();
+	ttl_stats_shmem_init();
+}
+
+/*
+ * ttl_xact_callback
+ *		Deliver the wake-ups asked for during the transaction, on commit
+ *		only: a worker woken before the catalog change is visible would read
+ *		the old policies and sleep again.
+ */
+static void
+ttl_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			ttl_at_xact_end(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			ttl_at_xact_end(false);
+			break;
+		default:
+			break;
+	}
+}

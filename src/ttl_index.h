@@ -1,0 +1,172 @@
+/*-------------------------------------------------------------------------
+ *
+ * ttl_index.h
+ *	  Declarations shared by the files of the ttl_index extension.
+ *
+ * The extension is split into one file per box of the design:
+ *
+ *	ttl_index.c  module load: GUCs, shared memory, hooks
+ *	launcher.c   the cluster-wide launcher and the per-database slots
+ *	worker.c     the per-database worker loop and its scheduler
+ *	purge.c      the purge engine: one batch = index range scan + DELETE
+ *	catalog.c    reading the policy catalog and choosing the index
+ *	api.c        SQL-callable functions that manage policies
+ *	stats.c      shared-memory counters and the ttl_index_stats SRF
+ *
+ * Locking rules are described at the top of the file that owns the lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TTL_INDEX_H
+#define TTL_INDEX_H
+
+#include "access/attnum.h"
+#include "datatype/timestamp.h"
+#include "utils/timestamp.h"
+#include "executor/spi.h"
+#include "nodes/pg_list.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
+#include "utils/relcache.h"
+
+#define TTL_EXTENSION_NAME		"ttl_index"
+#define TTL_CATALOG_NAME		"ttl_index_policy"
+
+/* ----------
+ * Settings (ttl_index.c)
+ * ----------
+ */
+extern bool ttl_enabled;
+extern int	ttl_batch_size;
+extern int	ttl_batch_time;			/* ms */
+extern int	ttl_max_sleep;			/* ms */
+extern int	ttl_lock_timeout;		/* ms */
+extern int	ttl_error_delay;		/* s */
+extern int	ttl_launcher_naptime;	/* s */
+extern int	ttl_max_databases;
+extern int	ttl_max_policies;
+
+/* true when loaded through shared_preload_libraries (shared memory exists) */
+extern bool ttl_preloaded;
+
+/* ----------
+ * One TTL policy, as read from the catalog (catalog.c)
+ * ----------
+ */
+typedef struct TtlPolicy
+{
+	int32		id;
+	Oid			relid;
+	AttrNumber	attnum;
+	char	   *column_name;	/* as stored in the catalog */
+	int64		expire_after;	/* microseconds */
+	int32		batch_size;		/* 0 = use ttl_index.batch_size */
+	bool		enabled;
+	Oid			created_index;	/* index the extension created, or InvalidOid */
+} TtlPolicy;
+
+extern Oid	ttl_catalog_namespace(bool missing_ok);
+extern char *ttl_catalog_relname(void);
+extern int64 ttl_interval_usecs(Interval *span);
+extern List *ttl_load_policies(MemoryContext cxt);
+extern Oid	ttl_find_index(Relation rel, AttrNumber attnum);
+extern bool ttl_type_supported(Oid typid);
+
+/* ----------
+ * Purge engine (purge.c)
+ *
+ * TtlPurgeState is the per-policy state that lives across batches of one
+ * pass: the cutoff fixed when the pass started, the key the last batch
+ * reached, and an adaptive row limit that keeps a batch within
+ * ttl_index.batch_time.
+ * ----------
+ */
+typedef enum TtlBatchOutcome
+{
+	TTL_BATCH_MORE,				/* stopped at a row or time bound: more to do */
+	TTL_BATCH_DONE,				/* reached the cutoff: pass complete */
+	TTL_BATCH_LOCKED,			/* table, index or rows locked: come back later */
+	TTL_BATCH_GONE				/* table, column or index no longer usable */
+} TtlBatchOutcome;
+
+typedef struct TtlPurgeState
+{
+	bool		in_pass;
+	TimestampTz pass_start;
+	TimestampTz now;			/* the "now" the cutoff was computed from */
+	bool		have_resume;
+	Datum		resume_key;		/* by-value key types only (see catalog.c) */
+	int32		row_limit;		/* adaptive, <= batch size */
+	int64		pass_rows;
+	TimestampTz next_expiry;	/* when the next row expires, or 0 = unknown */
+	SPIPlanPtr	plan;			/* saved DELETE plan, or NULL */
+	Oid			plan_relid;
+} TtlPurgeState;
+
+typedef struct TtlBatchResult
+{
+	TtlBatchOutcome outcome;
+	int64		deleted;
+	int64		skipped_locked;	/* rows skipped because another xact had them */
+	double		elapsed_ms;
+} TtlBatchResult;
+
+extern void ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now);
+extern void ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state,
+							TtlBatchResult *result);
+extern void ttl_purge_state_reset(TtlPurgeState *state);
+typedef enum TtlProbeResult
+{
+	TTL_PROBE_FOUND,			/* *expires_at is set */
+	TTL_PROBE_EMPTY,			/* no row with a key */
+	TTL_PROBE_UNKNOWN			/* locked, gone or unusable: not looked at */
+} TtlProbeResult;
+
+extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+
+/* ----------
+ * Shared-memory counters (stats.c)
+ * ----------
+ */
+extern Size ttl_stats_shmem_size(void);
+extern void ttl_stats_shmem_init(void);
+extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
+								  TtlBatchResult *result);
+extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy);
+extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,
+								  const char *message);
+extern void ttl_stats_forget_others(Oid dboid, List *policies);
+
+/* ----------
+ * Launcher and database slots (launcher.c)
+ * ----------
+ */
+extern Size ttl_launcher_shmem_size(void);
+extern void ttl_launcher_shmem_init(void);
+extern void ttl_launcher_register(void);
+extern void ttl_wake_at_commit(void);
+extern void ttl_at_xact_end(bool commit);
+extern void ttl_utility_hook_install(void);
+
+/* The per-database worker reports into its slot. */
+extern bool ttl_slot_attach(Oid dboid);
+extern void ttl_slot_report_extension(bool installed);
+extern uint32 ttl_slot_generation(void);
+extern bool ttl_slot_blocked(void);
+extern void ttl_slot_set_progress(Oid relid, int32 policy_id,
+								  const char *phase, int64 pass_rows);
+
+/* ----------
+ * Worker (worker.c)
+ * ----------
+ */
+extern PGDLLEXPORT void ttl_launcher_main(Datum main_arg);
+extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
+
+/*
+ * One full pass over every due policy of the current database, inside the
+ * caller's transaction (ttl_runner()).  Returns rows deleted.
+ */
+extern int64 ttl_run_all_in_transaction(void);
+
+#endif							/* TTL_INDEX_H */

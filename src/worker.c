@@ -1,0 +1,449 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The per-database worker: its main loop, the scheduler that shares it
+ *	  fairly between policies, and ttl_run_all_in_transaction(), the same
+ *	  engine run inside a caller's transaction for ttl_runner().
+ *
+ * Scheduling.  Each policy has a pass: a cutoff fixed when the pass starts,
+ * and a resume key.  Passes advance in rounds: one batch (one transaction,
+ * bounded by rows and by ttl_index.batch_time) per policy in pass, in
+ * catalog order, so a multi-million-row backlog gets one batch per round
+ * while small policies finish in their first.  Between rounds, policies that
+ * have become due start a new pass, so they are served while a backlog
+ * drains.  A policy is due at the expiry of its next row, read from its
+ * index when its last pass ended, and at the latest ttl_index.max_sleep
+ * after that (rows can be inserted already expired).  The worker sleeps
+ * until the earliest due time, or until the catalog changes.
+ *
+ * Failure handling (as autovacuum does per table): an error in a batch is
+ * logged with the table in its context, counted in the stats, the
+ * transaction is rolled back, the policy rests ttl_index.error_delay, and
+ * the other policies go on.  A lock we cannot take at once is not an
+ * error: the policy is counted as skipped and retried later.
+ *
+ * Memory: policies and their pass state live in PolicyContext, rebuilt on
+ * each reload; everything a batch allocates lives in its transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "ttl_index.h"
+
+/* re-read the catalog at least this often, even without a wake-up */
+#define TTL_RELOAD_EVERY_MS		60000
+
+typedef struct TtlSchedEntry
+{
+	TtlPolicy	policy;
+	TtlPurgeState state;
+	TimestampTz next_check;		/* start the next pass at this time */
+	TimestampTz retry_after;	/* resting after an error until then */
+} TtlSchedEntry;
+
+static MemoryContext PolicyContext = NULL;
+static List *Schedule = NIL;	/* of TtlSchedEntry */
+static uint32 LoadedGeneration = 0;
+static TimestampTz LoadedAt = 0;
+
+/*
+ * ttl_worker_reload
+ *		Re-read the policies, keeping the pass state of those unchanged.
+ *		Exits the process when the extension is no longer installed.
+ */
+static void
+ttl_worker_reload(void)
+{
+	MemoryContext newcxt;
+	List	   *policies;
+	List	   *schedule = NIL;
+	ListCell   *lc;
+
+	LoadedGeneration = ttl_slot_generation();
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "ttl_index: reading policies");
+
+	if (!OidIsValid(ttl_catalog_namespace(true)))
+	{
+		ttl_slot_report_extension(false);
+		PopActiveSnapshot();
+		SPI_finish();
+		CommitTransactionCommand();
+		ereport(DEBUG1,
+				(errmsg("ttl_index worker exiting: extension not installed in database \"%s\"",
+						get_database_name(MyDatabaseId))));
+		proc_exit(0);
+	}
+	ttl_slot_report_extension(true);
+
+	newcxt = AllocSetContextCreate(TopMemoryContext, "ttl_index policies",
+								   ALLOCSET_DEFAULT_SIZES);
+	policies = ttl_load_policies(newcxt);
+
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		TtlSchedEntry *e = MemoryContextAllocZero(newcxt, sizeof(TtlSchedEntry));
+		ListCell   *lc2;
+
+		e->policy = *p;
+		foreach(lc2, Schedule)
+		{
+			TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc2);
+
+			if (old->policy.id == p->id && old->policy.relid == p->relid &&
+				old->policy.attnum == p->attnum)
+			{
+				/* unchanged target: keep the pass and the saved plan */
+				e->state = old->state;
+				e->retry_after = old->retry_after;
+				if (old->policy.expire_after == p->expire_after)
+					e->next_check = old->next_check;
+				else
+					e->state.in_pass = false;
+				old->state.plan = NULL;
+				break;
+			}
+		}
+		{
+			MemoryContext old = MemoryContextSwitchTo(newcxt);
+
+			schedule = lappend(schedule, e);
+			MemoryContextSwitchTo(old);
+		}
+	}
+
+	foreach(lc, Schedule)
+		ttl_purge_state_reset(&((TtlSchedEntry *) lfirst(lc))->state);
+	ttl_stats_forget_others(MyDatabaseId, policies);
+
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	if (PolicyContext)
+		MemoryContextDelete(PolicyContext);
+	PolicyContext = newcxt;
+	Schedule = schedule;
+	LoadedAt = GetCurrentTimestamp();
+}
+
+/*
+ * ttl_worker_visit
+ *		One batch of one policy in its own transaction, with the error
+ *		handling described at the top of this file.
+ */
+static void
+ttl_worker_visit(TtlSchedEntry *e)
+{
+	TtlBatchResult result;
+	MemoryContext cxt = CurrentMemoryContext;
+	TimestampTz now;
+
+	memset(&result, 0, sizeof(result));
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		char	   *relname;
+
+		SPI_connect();
+		relname = get_rel_name(e->policy.relid);
+		ttl_slot_set_progress(e->policy.relid, e->policy.id, "deleting",
+							  e->state.pass_rows);
+		pgstat_report_activity(STATE_RUNNING,
+							   psprintf("ttl_index: purging expired rows of %s",
+										relname ? relname : "?"));
+		ttl_purge_batch(&e->policy, &e->state, &result);
+		SPI_finish();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+
+		e->state.in_pass = false;
+		now = GetCurrentTimestamp();
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			result.outcome = TTL_BATCH_LOCKED;
+			ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
+			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+		}
+		else
+		{
+			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->message);
+			e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
+			/* the plan may be what failed (table changed): rebuild it */
+			ttl_purge_state_reset(&e->state);
+		}
+		FreeErrorData(edata);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		return;
+	}
+	PG_END_TRY();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
+	now = GetCurrentTimestamp();
+
+	switch (result.outcome)
+	{
+		case TTL_BATCH_MORE:
+			break;
+		case TTL_BATCH_DONE:
+			ttl_stats_count_pass(MyDatabaseId, &e->policy);
+			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			if (e->state.next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->state.next_expiry))
+				e->next_check = Min(e->next_check, e->state.next_expiry);
+			break;
+		case TTL_BATCH_LOCKED:
+		case TTL_BATCH_GONE:
+			e->state.in_pass = false;
+			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			break;
+	}
+}
+
+/*
+ * ttl_worker_admit
+ *		Start a pass for every enabled policy that is due.
+ */
+static void
+ttl_worker_admit(TimestampTz now)
+{
+	ListCell   *lc;
+
+	foreach(lc, Schedule)
+	{
+		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+
+		if (!e->state.in_pass && e->policy.enabled &&
+			now >= e->next_check && now >= e->retry_after)
+			ttl_pass_begin(&e->policy, &e->state, now);
+	}
+}
+
+/*
+ * ttl_worker_interrupted
+ *		Whether the round-robin should stop and return to the main loop:
+ *		catalog changed, settings to reload, or told to leave.
+ */
+static bool
+ttl_worker_interrupted(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (ttl_slot_blocked())
+		proc_exit(0);
+	return ConfigReloadPending || ttl_slot_generation() != LoadedGeneration ||
+		!ttl_enabled;
+}
+
+/*
+ * ttl_worker_run
+ *		Serve every due policy, round-robin, until none is in a pass.
+ *		Returns how long to sleep, in milliseconds.
+ */
+static long
+ttl_worker_run(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz wake;
+	ListCell   *lc;
+
+	ttl_worker_admit(now);
+	for (;;)
+	{
+		bool		any = false;
+
+		foreach(lc, Schedule)
+		{
+			TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+
+			if (!e->state.in_pass)
+				continue;
+			any = true;
+			ttl_worker_visit(e);
+			if (ttl_worker_interrupted())
+				return 0;
+		}
+		if (!any)
+			break;
+		ttl_worker_admit(GetCurrentTimestamp());
+	}
+
+	ttl_slot_set_progress(InvalidOid, 0, "sleeping", 0);
+	now = GetCurrentTimestamp();
+	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+	foreach(lc, Schedule)
+	{
+		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+
+		if (e->policy.enabled)
+			wake = Min(wake, Max(e->next_check, e->retry_after));
+	}
+	if (wake <= now)
+		return 0;
+	return (long) ((wake - now + 999) / 1000);
+}
+
+/*
+ * ttl_worker_main
+ *		Entry point of a per-database worker; main_arg is the database OID.
+ */
+void
+ttl_worker_main(Datum main_arg)
+{
+	Oid			dboid = DatumGetObjectId(main_arg);
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* claim the slot before connecting: an evicted worker never connects */
+	if (!ttl_slot_attach(dboid))
+		proc_exit(0);
+
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	/* pinned settings, as autovacuum does */
+	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "ttl_index worker", PGC_SUSET, PGC_S_OVERRIDE);
+
+	ereport(DEBUG1, (errmsg("ttl_index worker started")));
+
+	for (;;)
+	{
+		long		sleep_ms = ttl_max_sleep;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (ttl_slot_blocked())
+			proc_exit(0);
+
+		if (PolicyContext == NULL || ttl_slot_generation() != LoadedGeneration ||
+			TimestampDifferenceExceeds(LoadedAt, GetCurrentTimestamp(), TTL_RELOAD_EVERY_MS))
+			ttl_worker_reload();
+
+		if (ttl_enabled)
+			sleep_ms = ttl_worker_run();
+
+		if (sleep_ms > 0)
+		{
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Min(sleep_ms, (long) ttl_max_sleep),
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+}
+
+/*
+ * ttl_run_all_in_transaction
+ *		ttl_runner(): one full pass over every enabled policy whose table the
+ *		caller owns (or can act as the owner of), inside the caller's
+ *		transaction.  Errors propagate to the caller, with the table named
+ *		in their context.  Unlike the workers, it does not look at
+ *		ttl_index.enabled: calling it is an explicit request.
+ */
+int64
+ttl_run_all_in_transaction(void)
+{
+	List	   *policies;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+	int64		total = 0;
+	TtlPurgeState *volatile current = NULL;
+
+	SPI_connect();
+	policies = ttl_load_policies(CurrentMemoryContext);
+
+	PG_TRY();
+	{
+		foreach(lc, policies)
+		{
+			TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+			TtlPurgeState state;
+			TtlBatchResult result;
+			HeapTuple	tup;
+			Oid			owner;
+
+			if (!p->enabled)
+				continue;
+			tup = SearchSysCache1(RELOID, ObjectIdGetDatum(p->relid));
+			if (!HeapTupleIsValid(tup))
+				continue;
+			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+			ReleaseSysCache(tup);
+			if (!has_privs_of_role(GetUserId(), owner))
+				continue;
+
+			memset(&state, 0, sizeof(state));
+			current = &state;
+			ttl_pass_begin(p, &state, now);
+			do
+			{
+				ttl_purge_batch(p, &state, &result);
+				ttl_stats_count_batch(MyDatabaseId, p, &result);
+				total += result.deleted;
+				CommandCounterIncrement();
+			} while (result.outcome == TTL_BATCH_MORE);
+			if (result.outcome == TTL_BATCH_DONE)
+				ttl_stats_count_pass(MyDatabaseId, p);
+			ttl_purge_state_reset(&state);
+			current = NULL;
+		}
+	}
+	PG_CATCH();
+	{
+		if (current != NULL)
+			ttl_purge_state_reset(current);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SPI_finish();
+	return total;
+}

@@ -225,19 +225,16 @@ ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
  *		OID.  The name is <table>_<column>_ttl_idx, made unique if taken.
  */
 static Oid
-ttl_api_create_btree(Relation rel, const char *colname)
+ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 {
-	Oid			nsp = RelationGetNamespace(rel);
 	char	   *idxname;
 	char	   *sql;
 	int			ret;
 
-	idxname = ChooseRelationName(RelationGetRelationName(rel), colname,
-								 "ttl_idx", nsp, false);
+	idxname = ChooseRelationName(relname, colname, "ttl_idx", nsp, false);
 	sql = psprintf("CREATE INDEX %s ON %s (%s)",
 				   quote_identifier(idxname),
-				   quote_qualified_identifier(get_namespace_name(nsp),
-											  RelationGetRelationName(rel)),
+				   quote_qualified_identifier(get_namespace_name(nsp), relname),
 				   quote_identifier(colname));
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_UTILITY)
@@ -261,6 +258,8 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	Form_pg_attribute att;
 	Oid			indexoid;
 	Oid			created = InvalidOid;
+	Oid			nsp;
+	char	   *relname;
 	char	   *sql;
 	Oid			argtypes[5] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, OIDOID};
 	Datum		values[5];
@@ -293,13 +292,18 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 						format_type_be(att->atttypid)),
 				 errdetail("A TTL column must be of type timestamp with time zone, timestamp without time zone or date.")));
 
-	SPI_connect();
-
-	indexoid = ttl_find_index(rel, attnum);
-	if (!OidIsValid(indexoid))
-		created = ttl_api_create_btree(rel, NameStr(att->attname));
-
 	namestrcpy(&colnamedata, NameStr(att->attname));
+	indexoid = ttl_find_index(rel, attnum);
+	nsp = RelationGetNamespace(rel);
+	relname = pstrdup(RelationGetRelationName(rel));
+
+	/* CREATE INDEX refuses a table we hold open; the lock stays */
+	table_close(rel, NoLock);
+
+	SPI_connect();
+	if (!OidIsValid(indexoid))
+		created = ttl_api_create_btree(nsp, relname, NameStr(colnamedata));
+
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = NameGetDatum(&colnamedata);
 	values[2] = IntervalPGetDatum(expire_after);
@@ -327,7 +331,6 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	SPI_finish();
-	table_close(rel, NoLock);
 	return id;
 }
 

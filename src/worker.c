@@ -89,12 +89,12 @@ ttl_worker_reload(void)
 	if (!OidIsValid(ttl_catalog_namespace(true)))
 	{
 		ttl_slot_report_extension(false);
-		PopActiveSnapshot();
-		SPI_finish();
-		CommitTransactionCommand();
 		ereport(DEBUG1,
 				(errmsg("ttl_index worker exiting: extension not installed in database \"%s\"",
 						get_database_name(MyDatabaseId))));
+		PopActiveSnapshot();
+		SPI_finish();
+		CommitTransactionCommand();
 		proc_exit(0);
 	}
 	ttl_slot_report_extension(true);

@@ -15,7 +15,7 @@ DATA = sql/ttl_index--1.0.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 REGRESS = ttl_index
-REGRESS_OPTS = --inputdir=test --outputdir=test
+REGRESS_OPTS = --dbname=ttl_regress
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration

@@ -106,6 +106,15 @@ _PG_init(void)
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	RegisterXactCallback(ttl_xact_callback, NULL);
+
+	/* settings of the shared memory size exist only when preloaded */
+	if (!process_shared_preload_libraries_in_progress)
+	{
+		MarkGUCPrefixReserved("ttl_index");
+		return;
+	}
+
 	DefineCustomIntVariable("ttl_index.max_databases",
 							"Most databases the launcher keeps track of.",
 							NULL,
@@ -121,11 +130,6 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("ttl_index");
-
-	RegisterXactCallback(ttl_xact_callback, NULL);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 	ttl_preloaded = true;
 

@@ -834,9 +834,23 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 					DestReceiver *dest, QueryCompletion *qc)
 {
 	Oid			dboid = InvalidOid;
+	Node	   *parsetree = pstmt->utilityStmt;
 
 	if (TtlShared != NULL)
-		dboid = ttl_utility_target_database(pstmt->utilityStmt);
+		dboid = ttl_utility_target_database(parsetree);
+
+	/* DROP EXTENSION ttl_index: the worker re-reads at commit, and leaves */
+	if (IsA(parsetree, DropStmt) &&
+		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			if (strcmp(strVal(lfirst(lc)), TTL_EXTENSION_NAME) == 0)
+				ttl_wake_at_commit();
+		}
+	}
 
 	if (OidIsValid(dboid) && dboid != MyDatabaseId)
 	{

@@ -51,6 +51,8 @@
 
 /* re-read the catalog at least this often, even without a wake-up */
 #define TTL_RELOAD_EVERY_MS		60000
+/* shortest time between the end of a pass and the start of the next */
+#define TTL_MIN_PASS_GAP_MS		100
 
 typedef struct TtlSchedEntry
 {
@@ -226,8 +228,16 @@ ttl_worker_visit(TtlSchedEntry *e)
 		case TTL_BATCH_DONE:
 			ttl_stats_count_pass(MyDatabaseId, &e->policy);
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			/*
+			 * Wake for the next expiry, but start passes of one policy at
+			 * least TTL_MIN_PASS_GAP_MS apart: rows that expire every
+			 * millisecond are then deleted ten times a second in batches,
+			 * not one transaction per row.
+			 */
 			if (e->state.next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->state.next_expiry))
-				e->next_check = Min(e->next_check, e->state.next_expiry);
+				e->next_check = Min(e->next_check,
+									Max(e->state.next_expiry,
+										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
 			break;
 		case TTL_BATCH_LOCKED:
 		case TTL_BATCH_GONE:

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+#
+# test/demo.sh: a live demo on a throwaway server.  As root on a fresh
+# Debian 12 machine it installs what it needs, builds and installs the
+# extension, then (as the postgres user) starts a server with ttl_index
+# preloaded, fills a table whose rows expire over the next seconds, and shows
+# them disappearing together with ttl_index_stats.  Cleans up at the end.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+
+if [ "$(id -u)" = 0 ]; then
+	missing=""
+	for p in postgresql-15 postgresql-server-dev-15 make gcc; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+	fi
+	make -C "$here" -s PG_CONFIG=$PGBIN/pg_config
+	make -C "$here" -s PG_CONFIG=$PGBIN/pg_config install
+	exec su postgres -s /bin/bash -c "bash '$here/test/demo.sh'"
+fi
+
+dir=$(mktemp -d /tmp/ttl_index_demo.XXXXXX)
+trap '$PGBIN/pg_ctl -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+$PGBIN/initdb -D "$dir/data" -A trust -U postgres >/dev/null
+cat >> "$dir/data/postgresql.conf" <<CONF
+port = 55499
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'ttl_index'
+CONF
+$PGBIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
+psql="$PGBIN/psql -X -q -h $dir -p 55499 -U postgres -d postgres"
+
+echo "== a table of sessions; each row lives 2 seconds after its created_at"
+$psql -e <<'SQL'
+CREATE EXTENSION ttl_index;
+CREATE TABLE sessions (id bigserial PRIMARY KEY, created_at timestamptz NOT NULL, user_name text);
+SELECT ttl_create_index('public.sessions', 'created_at', 2);
+-- 100,000 rows, created over the last 6 seconds: the older two thirds are already expired
+INSERT INTO sessions (created_at, user_name)
+  SELECT now() - (g % 6000) * interval '1 ms' * 1, 'user' || g FROM generate_series(1, 100000) g;
+INSERT INTO sessions (created_at, user_name)
+  SELECT now() + (g % 5) * interval '1 second', 'late' || g FROM generate_series(1, 50000) g;
+SQL
+for i in 1 2 3 4 5 6 7 8; do
+	$psql -At -c "SELECT format('t=%ss  rows left: %s', $((i - 1)), count(*)) FROM sessions"
+	sleep 1
+done
+echo
+echo "== SELECT * FROM ttl_index_stats"
+$psql -x -c "SELECT * FROM ttl_index_stats"
+echo "== the worker, as pg_stat_activity shows it"
+$psql -c "SELECT pid, backend_type, application_name, state, query FROM pg_stat_activity WHERE backend_type LIKE 'ttl_index%'"

@@ -185,22 +185,9 @@ ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 	int			save_sec_context;
 	int			save_nestlevel;
 	Oid			extowner = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
 	int			ret;
 
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum(TTL_EXTENSION_NAME));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		extowner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	if (!OidIsValid(extowner))
+	if (!ttl_extension_info(NULL, &extowner))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("extension \"%s\" is not installed in this database",

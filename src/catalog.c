@@ -34,6 +34,40 @@
 #include "ttl_index.h"
 
 /*
+ * ttl_extension_info
+ *		Schema and owner of the extension in this database.  Returns false
+ *		when it is not installed.  Either output may be NULL.
+ */
+bool
+ttl_extension_info(Oid *nspoid, Oid *owner)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(TTL_EXTENSION_NAME));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	found = HeapTupleIsValid(tup);
+	if (found)
+	{
+		Form_pg_extension ext = (Form_pg_extension) GETSTRUCT(tup);
+
+		if (nspoid)
+			*nspoid = ext->extnamespace;
+		if (owner)
+			*owner = ext->extowner;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
  * ttl_catalog_namespace
  *		Schema the extension is installed in, or InvalidOid when it is not
  *		installed in this database (and missing_ok).
@@ -41,30 +75,13 @@
 Oid
 ttl_catalog_namespace(bool missing_ok)
 {
-	Oid			extoid;
 	Oid			nspoid = InvalidOid;
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
 
-	extoid = get_extension_oid(TTL_EXTENSION_NAME, missing_ok);
-	if (!OidIsValid(extoid))
-		return InvalidOid;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nspoid = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-
-	if (!OidIsValid(nspoid) && !missing_ok)
-		elog(ERROR, "could not find the schema of extension \"%s\"",
-			 TTL_EXTENSION_NAME);
+	if (!ttl_extension_info(&nspoid, NULL) && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"%s\" is not installed in this database",
+						TTL_EXTENSION_NAME)));
 	return nspoid;
 }
 

@@ -823,6 +823,24 @@ ttl_utility_target_database(Node *parsetree)
 }
 
 /*
+ * ttl_next_utility
+ *		Run a utility statement through the next hook, or the standard code.
+ */
+static void
+ttl_next_utility(PlannedStmt *pstmt, const char *queryString,
+				 bool readOnlyTree, ProcessUtilityContext context,
+				 ParamListInfo params, QueryEnvironment *queryEnv,
+				 DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
  * ttl_process_utility
  *		Utility hook: evict our worker from a database that a statement
  *		needs to itself, run the statement, let the worker back.
@@ -857,12 +875,8 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		ttl_database_evict(dboid);
 		PG_TRY();
 		{
-			if (prev_ProcessUtility)
-				prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-			else
-				standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-										params, queryEnv, dest, qc);
+			ttl_next_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
 		}
 		PG_CATCH();
 		{
@@ -881,12 +895,8 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
+					 params, queryEnv, dest, qc);
 }
 
 /*

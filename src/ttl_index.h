@@ -65,6 +65,7 @@ typedef struct TtlPolicy
 	Oid			created_index;	/* index the extension created, or InvalidOid */
 } TtlPolicy;
 
+extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
 extern Oid	ttl_catalog_namespace(bool missing_ok);
 extern char *ttl_catalog_relname(void);
 extern int64 ttl_interval_usecs(Interval *span);

@@ -378,7 +378,6 @@ void
 ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 {
 	state->in_pass = true;
-	state->pass_start = GetCurrentTimestamp();
 	state->now = now;
 	state->have_resume = false;
 	state->resume_key = (Datum) 0;

@@ -93,7 +93,6 @@ typedef enum TtlBatchOutcome
 typedef struct TtlPurgeState
 {
 	bool		in_pass;
-	TimestampTz pass_start;
 	TimestampTz now;			/* the "now" the cutoff was computed from */
 	bool		have_resume;
 	Datum		resume_key;		/* by-value key types only (see catalog.c) */

@@ -3,15 +3,17 @@
 MODULE_big = ttl_index
 OBJS = \
 	src/api.o \
+	src/backlog.o \
 	src/catalog.o \
 	src/launcher.o \
+	src/progress.o \
 	src/purge.o \
 	src/stats.o \
 	src/ttl_index.o \
 	src/worker.o
 
 EXTENSION = ttl_index
-DATA = sql/ttl_index--1.0.sql
+DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 REGRESS = ttl_index

@@ -83,11 +83,7 @@ typedef struct TtlDbSlot
 	int			failures;
 
 	/* what the worker is doing now (ttl_index_progress) */
-	Oid			progress_relid;
-	int32		progress_policy;
-	char		progress_phase[16];
-	int64		progress_rows;
-	TimestampTz progress_since;
+	TtlProgress progress;
 } TtlDbSlot;
 
 typedef struct TtlLauncherShared
@@ -598,10 +594,9 @@ ttl_slot_attach(Oid dboid)
 	{
 		slot->pid = MyProcPid;
 		slot->latch = MyLatch;
-		slot->progress_relid = InvalidOid;
-		slot->progress_policy = 0;
-		strlcpy(slot->progress_phase, "idle", sizeof(slot->progress_phase));
-		slot->progress_since = GetCurrentTimestamp();
+		memset(&slot->progress, 0, sizeof(TtlProgress));
+		strlcpy(slot->progress.phase, "starting", TTL_PHASE_LEN);
+		slot->progress.phase_since = GetCurrentTimestamp();
 		MySlot = slot;
 		ok = true;
 	}
@@ -627,7 +622,7 @@ ttl_worker_detach(int code, Datum arg)
 	{
 		MySlot->pid = 0;
 		MySlot->latch = NULL;
-		strlcpy(MySlot->progress_phase, "", sizeof(MySlot->progress_phase));
+		memset(&MySlot->progress, 0, sizeof(TtlProgress));
 	}
 	launcher_latch = TtlShared->launcher_latch;
 	LWLockRelease(TtlShared->lock);
@@ -684,24 +679,124 @@ ttl_slot_blocked(void)
 }
 
 /*
- * ttl_slot_set_progress
- *		Publish what the worker is doing, for ttl_index_progress.
+ * ttl_slot_set_phase
+ *		Publish that the worker is between batches: reading its policies or
+ *		sleeping.
  */
 void
-ttl_slot_set_progress(Oid relid, int32 policy_id, const char *phase,
-					  int64 pass_rows)
+ttl_slot_set_phase(const char *phase)
 {
+	TtlProgress *p;
+
 	if (MySlot == NULL)
 		return;
+	p = &MySlot->progress;
 	LWLockAcquire(TtlShared->lock, LW_EXCLUSIVE);
-	if (MySlot->progress_relid != relid ||
-		strcmp(MySlot->progress_phase, phase) != 0)
-		MySlot->progress_since = GetCurrentTimestamp();
-	MySlot->progress_relid = relid;
-	MySlot->progress_policy = policy_id;
-	strlcpy(MySlot->progress_phase, phase, sizeof(MySlot->progress_phase));
-	MySlot->progress_rows = pass_rows;
+	if (strcmp(p->phase, phase) != 0)
+	{
+		strlcpy(p->phase, phase, TTL_PHASE_LEN);
+		p->phase_since = GetCurrentTimestamp();
+	}
+	p->policy_id = 0;
+	p->relid = InvalidOid;
+	p->relname[0] = '\0';
+	p->pass_started = 0;
+	p->pass_rows = 0;
+	p->pass_batches = 0;
+	p->batch_row_limit = 0;
+	p->batch_started = 0;
 	LWLockRelease(TtlShared->lock);
+}
+
+/*
+ * ttl_slot_batch_begin
+ *		Publish the batch about to run: which policy and table, how far its
+ *		pass has come, and the batch's row limit.
+ */
+void
+ttl_slot_batch_begin(TtlPolicy *policy, TtlPurgeState *state,
+					 const char *relname)
+{
+	TtlProgress *p;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (MySlot == NULL)
+		return;
+	p = &MySlot->progress;
+	LWLockAcquire(TtlShared->lock, LW_EXCLUSIVE);
+	if (strcmp(p->phase, "deleting") != 0 || p->policy_id != policy->id)
+	{
+		strlcpy(p->phase, "deleting", TTL_PHASE_LEN);
+		p->phase_since = now;
+	}
+	p->policy_id = policy->id;
+	p->relid = policy->relid;
+	strlcpy(p->relname, relname, TTL_QUALNAME_LEN);
+	p->pass_started = state->now;
+	p->pass_rows = state->pass_rows;
+	p->pass_batches = state->pass_batches;
+	p->batch_row_limit = state->row_limit;
+	p->batch_started = now;
+	LWLockRelease(TtlShared->lock);
+}
+
+/*
+ * ttl_slot_batch_end
+ *		Publish that the batch has ended (committed or not).
+ */
+void
+ttl_slot_batch_end(TtlPurgeState *state)
+{
+	TtlProgress *p;
+
+	if (MySlot == NULL)
+		return;
+	p = &MySlot->progress;
+	LWLockAcquire(TtlShared->lock, LW_EXCLUSIVE);
+	p->pass_rows = state->pass_rows;
+	p->pass_batches = state->pass_batches;
+	p->batch_started = 0;
+	LWLockRelease(TtlShared->lock);
+}
+
+/*
+ * ttl_slot_progress_list
+ *		A copy of the progress of every running worker, as a List of
+ *		palloc'd TtlProgress.  Empty when the library is not preloaded.
+ */
+List *
+ttl_slot_progress_list(void)
+{
+	List	   *result = NIL;
+	TtlProgress *copies;
+	int			n = 0;
+	int			i;
+
+	if (TtlShared == NULL)
+		return NIL;
+
+	/* allocate before taking the lock: nothing under it may fail */
+	copies = palloc(sizeof(TtlProgress) * TtlShared->nslots);
+
+	LWLockAcquire(TtlShared->lock, LW_SHARED);
+	for (i = 0; i < TtlShared->nslots; i++)
+	{
+		TtlDbSlot  *slot = &TtlShared->slots[i];
+		TtlProgress *p = &copies[n];
+
+		if (!OidIsValid(slot->dboid) || slot->pid == 0)
+			continue;
+		memcpy(p, &slot->progress, sizeof(TtlProgress));
+		p->dboid = slot->dboid;
+		p->datname = slot->datname;
+		p->pid = slot->pid;
+		n++;
+	}
+	LWLockRelease(TtlShared->lock);
+
+	for (i = 0; i < n; i++)
+		result = lappend(result, &copies[i]);
+	return result;
 }
 
 /* ----------

@@ -137,7 +137,7 @@ ttl_cutoff(Oid typid, TimestampTz now, int64 expire_after)
  *		The instant a row with this key expires.  Infinite keys give
  *		DT_NOEND (never) or DT_NOBEGIN (always).
  */
-static TimestampTz
+TimestampTz
 ttl_key_expiry(Oid typid, Datum key, int64 expire_after)
 {
 	TimestampTz ts;
@@ -382,6 +382,8 @@ ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 	state->have_resume = false;
 	state->resume_key = (Datum) 0;
 	state->pass_rows = 0;
+	state->pass_batches = 0;
+	state->pass_skipped_locked = 0;
 	if (state->row_limit <= 0)
 		state->row_limit = TTL_FIRST_BATCH_ROWS;
 }
@@ -578,6 +580,8 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 		state->row_limit = (int32) Min(Max(target, TTL_MIN_BATCH_ROWS), batch_size);
 	}
 	state->pass_rows += result->deleted;
+	state->pass_batches++;
+	state->pass_skipped_locked += result->skipped_locked;
 	if (result->outcome == TTL_BATCH_DONE)
 		state->in_pass = false;
 }

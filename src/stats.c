@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * stats.c
- *	  Per-policy counters in shared memory, and ttl_index_policy_stats(),
+ *	  Per-policy counters in shared memory, the file that keeps them across
+ *	  a clean restart, ttl_index_stats_reset(), and ttl_index_policy_stats(),
  *	  the set-returning function behind the ttl_index_stats view.
  *
  * Counters live in a shared hash table keyed by (database, policy id), with
@@ -11,19 +12,31 @@
  * updated and read under the entry's spinlock.  Readers copy an entry under
  * the spinlock and build their output after releasing it.
  *
+ * Persistence, as pg_stat_statements and the cumulative statistics system
+ * do it: the postmaster writes the counters to pg_stat/ttl_index.stat when
+ * it shuts down cleanly and reads them back (then removes the file) when it
+ * starts.  After a crash the file is absent and the counters start at zero,
+ * like every other statistic.
+ *
  * Without shared_preload_libraries there is no shared memory: counting does
  * nothing and the view shows zeros, but the backlog columns (lag,
- * next_expiry) still work since they are read from the index at query time.
+ * expired_estimate, next_expiry) still work since they are read from the
+ * index and the planner statistics at query time.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -35,6 +48,10 @@
 #include "ttl_index.h"
 
 #define TTL_ERROR_LEN	256
+#define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
+#define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
+/* changes whenever the layout of TtlStatsRecord changes */
+#define TTL_STATS_FILE_MAGIC	0x544c5401
 
 typedef struct TtlStatsKey
 {
@@ -42,10 +59,8 @@ typedef struct TtlStatsKey
 	int32		policy_id;
 } TtlStatsKey;
 
-typedef struct TtlStatsEntry
+typedef struct TtlStatsCounters
 {
-	TtlStatsKey key;			/* hash key: must be first */
-	slock_t		mutex;			/* protects everything below */
 	int64		rows_deleted;
 	int64		batches;
 	int64		passes;
@@ -55,11 +70,30 @@ typedef struct TtlStatsEntry
 	double		time_spent_ms;
 	TimestampTz last_run;
 	TimestampTz last_error_at;
+	TimestampTz stats_reset;
 	char		last_error[TTL_ERROR_LEN];
+} TtlStatsCounters;
+
+typedef struct TtlStatsEntry
+{
+	TtlStatsKey key;			/* hash key: must be first */
+	slock_t		mutex;			/* protects the counters */
+	TtlStatsCounters c;
 } TtlStatsEntry;
+
+/* one entry in the stats file */
+typedef struct TtlStatsRecord
+{
+	TtlStatsKey key;
+	TtlStatsCounters c;
+} TtlStatsRecord;
 
 static HTAB *TtlStatsHash = NULL;
 static LWLock *TtlStatsLock = NULL;
+
+static TtlStatsEntry *ttl_stats_entry(Oid dboid, int32 policy_id);
+static void ttl_stats_load(void);
+static void ttl_stats_save(int code, Datum arg);
 
 /*
  * ttl_stats_shmem_size
@@ -87,6 +121,117 @@ ttl_stats_shmem_init(void)
 								 ttl_max_policies, ttl_max_policies,
 								 &info, HASH_ELEM | HASH_BLOBS);
 	TtlStatsLock = &(GetNamedLWLockTranche("ttl_index"))[1].lock;
+
+	/* in the postmaster: read what the last clean shutdown saved */
+	if (!IsUnderPostmaster)
+	{
+		ttl_stats_load();
+		on_shmem_exit(ttl_stats_save, (Datum) 0);
+	}
+}
+
+/*
+ * ttl_stats_load
+ *		Fill the counters from the stats file, then remove it, so that a
+ *		crash never brings back counters older than the crash.  A missing,
+ *		short or foreign file is not an error: the counters start at zero.
+ */
+static void
+ttl_stats_load(void)
+{
+	FILE	   *file;
+	uint32		magic;
+	int32		count;
+
+	file = AllocateFile(TTL_STATS_FILE, PG_BINARY_R);
+	if (file == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not read file \"%s\": %m", TTL_STATS_FILE)));
+		return;
+	}
+	if (fread(&magic, sizeof(magic), 1, file) == 1 &&
+		magic == TTL_STATS_FILE_MAGIC &&
+		fread(&count, sizeof(count), 1, file) == 1)
+	{
+		for (int i = 0; i < count; i++)
+		{
+			TtlStatsRecord rec;
+			TtlStatsEntry *entry;
+
+			if (fread(&rec, sizeof(rec), 1, file) != 1)
+				break;
+			entry = ttl_stats_entry(rec.key.dboid, rec.key.policy_id);
+			if (entry == NULL)
+				break;
+			rec.c.last_error[TTL_ERROR_LEN - 1] = '\0';
+			entry->c = rec.c;
+		}
+	}
+	else
+		ereport(LOG,
+				(errmsg("ignoring file \"%s\": not a ttl_index stats file of this version",
+						TTL_STATS_FILE)));
+	FreeFile(file);
+	unlink(TTL_STATS_FILE);
+}
+
+/*
+ * ttl_stats_save
+ *		At postmaster exit, write the counters to the stats file (through a
+ *		temporary file and a durable rename).  Not after a crash (code != 0):
+ *		shared memory may be corrupt then.
+ */
+static void
+ttl_stats_save(int code, Datum arg)
+{
+	FILE	   *file;
+	HASH_SEQ_STATUS seq;
+	TtlStatsEntry *e;
+	uint32		magic = TTL_STATS_FILE_MAGIC;
+	int32		count;
+
+	if (code != 0 || TtlStatsHash == NULL)
+		return;
+
+	file = AllocateFile(TTL_STATS_FILE_TMP, PG_BINARY_W);
+	if (file == NULL)
+		goto error;
+	count = hash_get_num_entries(TtlStatsHash);
+	if (fwrite(&magic, sizeof(magic), 1, file) != 1 ||
+		fwrite(&count, sizeof(count), 1, file) != 1)
+		goto error;
+	hash_seq_init(&seq, TtlStatsHash);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		TtlStatsRecord rec;
+
+		memset(&rec, 0, sizeof(rec));
+		rec.key = e->key;
+		rec.c = e->c;
+		if (fwrite(&rec, sizeof(rec), 1, file) != 1)
+		{
+			hash_seq_term(&seq);
+			goto error;
+		}
+	}
+	if (FreeFile(file))
+	{
+		file = NULL;
+		goto error;
+	}
+	(void) durable_rename(TTL_STATS_FILE_TMP, TTL_STATS_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", TTL_STATS_FILE_TMP)));
+	if (file)
+		FreeFile(file);
+	unlink(TTL_STATS_FILE_TMP);
 }
 
 /*
@@ -120,8 +265,7 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 	entry = hash_search(TtlStatsHash, &key, HASH_ENTER_NULL, &found);
 	if (entry != NULL && !found)
 	{
-		memset((char *) entry + sizeof(TtlStatsKey), 0,
-			   sizeof(TtlStatsEntry) - sizeof(TtlStatsKey));
+		memset(&entry->c, 0, sizeof(TtlStatsCounters));
 		SpinLockInit(&entry->mutex);
 	}
 	LWLockRelease(TtlStatsLock);
@@ -152,13 +296,13 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 	SpinLockAcquire(&e->mutex);
 	if (result->outcome == TTL_BATCH_LOCKED && result->deleted == 0 &&
 		result->skipped_locked == 0)
-		e->skipped_locked++;
+		e->c.skipped_locked++;
 	else
-		e->batches++;
-	e->rows_deleted += result->deleted;
-	e->rows_skipped_locked += result->skipped_locked;
-	e->time_spent_ms += result->elapsed_ms;
-	e->last_run = now;
+		e->c.batches++;
+	e->c.rows_deleted += result->deleted;
+	e->c.rows_skipped_locked += result->skipped_locked;
+	e->c.time_spent_ms += result->elapsed_ms;
+	e->c.last_run = now;
 	SpinLockRelease(&e->mutex);
 }
 
@@ -174,7 +318,7 @@ ttl_stats_count_pass(Oid dboid, TtlPolicy *policy)
 	if (e == NULL)
 		return;
 	SpinLockAcquire(&e->mutex);
-	e->passes++;
+	e->c.passes++;
 	SpinLockRelease(&e->mutex);
 }
 
@@ -191,9 +335,9 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, const char *message)
 	if (e == NULL)
 		return;
 	SpinLockAcquire(&e->mutex);
-	e->errors++;
-	e->last_error_at = now;
-	strlcpy(e->last_error, message ? message : "", TTL_ERROR_LEN);
+	e->c.errors++;
+	e->c.last_error_at = now;
+	strlcpy(e->c.last_error, message ? message : "", TTL_ERROR_LEN);
 	SpinLockRelease(&e->mutex);
 }
 
@@ -256,12 +400,73 @@ ttl_stats_may_see(Oid relid)
 	return has_privs_of_role(GetUserId(), owner);
 }
 
+/*
+ * ttl_stats_reset
+ *		Zero the counters of the given policies of a database (all of its
+ *		policies when policy_ids is NIL) and stamp the reset time.
+ */
+void
+ttl_stats_reset(Oid dboid, List *policy_ids)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	if (TtlStatsHash == NULL)
+		return;
+
+	foreach(lc, policy_ids)
+	{
+		TtlStatsEntry *e = ttl_stats_entry(dboid, lfirst_int(lc));
+
+		if (e == NULL)
+			continue;
+		SpinLockAcquire(&e->mutex);
+		memset(&e->c, 0, sizeof(TtlStatsCounters));
+		e->c.stats_reset = now;
+		SpinLockRelease(&e->mutex);
+	}
+}
+
+PG_FUNCTION_INFO_V1(ttl_index_stats_reset);
+
+/*
+ * ttl_index_stats_reset
+ *		SQL: zero the counters of the current database's policies, or of the
+ *		policies of one table.  Who may call it is decided by EXECUTE
+ *		privilege (revoked from PUBLIC, as for pg_stat_reset()).
+ */
+Datum
+ttl_index_stats_reset(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	List	   *policies;
+	List	   *ids = NIL;
+	ListCell   *lc;
+
+	SPI_connect();
+	policies = ttl_load_policies(CurrentMemoryContext);
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+
+		if (!OidIsValid(relid) || p->relid == relid)
+			ids = lappend_int(ids, p->id);
+	}
+	SPI_finish();
+
+	ttl_stats_reset(MyDatabaseId, ids);
+	PG_RETURN_VOID();
+}
+
 PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
+
+#define TTL_STATS_COLS	15
 
 /*
  * ttl_index_policy_stats
  *		One row per policy of the current database: counters, and the
- *		backlog read from the first entry of the policy's index.
+ *		backlog read from the first entry of the policy's index and
+ *		estimated from the planner statistics.
  */
 Datum
 ttl_index_policy_stats(PG_FUNCTION_ARGS)
@@ -279,18 +484,20 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 	foreach(lc, policies)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		TtlStatsEntry copy;
-		TtlStatsEntry *e = NULL;
-		Datum		values[13];
-		bool		nulls[13];
+		TtlStatsCounters c;
+		Datum		values[TTL_STATS_COLS];
+		bool		nulls[TTL_STATS_COLS];
 		bool		may_see = ttl_stats_may_see(p->relid);
 		TimestampTz expires_at;
+		double		estimate;
 		int			i = 0;
 
 		memset(nulls, 0, sizeof(nulls));
-		memset(&copy, 0, sizeof(copy));
+		memset(&c, 0, sizeof(c));
 		if (TtlStatsHash != NULL)
 		{
+			TtlStatsEntry *e;
+
 			LWLockAcquire(TtlStatsLock, LW_SHARED);
 			e = hash_search(TtlStatsHash, &(TtlStatsKey)
 							{
@@ -299,51 +506,63 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			if (e != NULL)
 			{
 				SpinLockAcquire(&e->mutex);
-				memcpy(&copy, e, sizeof(copy));
+				c = e->c;
 				SpinLockRelease(&e->mutex);
 			}
 			LWLockRelease(TtlStatsLock);
 		}
 
 		values[i++] = Int32GetDatum(p->id);
-		values[i++] = Int64GetDatum(copy.rows_deleted);
-		values[i++] = Int64GetDatum(copy.batches);
-		values[i++] = Int64GetDatum(copy.passes);
-		values[i++] = Int64GetDatum(copy.rows_skipped_locked);
-		values[i++] = Int64GetDatum(copy.skipped_locked);
-		values[i++] = Int64GetDatum(copy.errors);
-		if (copy.last_error_at != 0 && may_see)
-			values[i] = CStringGetTextDatum(copy.last_error);
+		values[i++] = Int64GetDatum(c.rows_deleted);
+		values[i++] = Int64GetDatum(c.batches);
+		values[i++] = Int64GetDatum(c.passes);
+		values[i++] = Int64GetDatum(c.rows_skipped_locked);
+		values[i++] = Int64GetDatum(c.skipped_locked);
+		values[i++] = Int64GetDatum(c.errors);
+		if (c.last_error_at != 0 && may_see)
+			values[i] = CStringGetTextDatum(c.last_error);
 		else
 			nulls[i] = true;
 		i++;
-		if (copy.last_error_at != 0)
-			values[i] = TimestampTzGetDatum(copy.last_error_at);
+		if (c.last_error_at != 0)
+			values[i] = TimestampTzGetDatum(c.last_error_at);
 		else
 			nulls[i] = true;
 		i++;
-		if (copy.last_run != 0)
-			values[i] = TimestampTzGetDatum(copy.last_run);
+		if (c.last_run != 0)
+			values[i] = TimestampTzGetDatum(c.last_run);
 		else
 			nulls[i] = true;
 		i++;
 		{
 			Interval   *spent = palloc0(sizeof(Interval));
 
-			spent->time = (int64) (copy.time_spent_ms * 1000.0);
+			spent->time = (int64) (c.time_spent_ms * 1000.0);
 			values[i++] = IntervalPGetDatum(spent);
 		}
 
-		/* lag and next expiry, from the first entry of the index */
+		/*
+		 * Lag and next expiry from the first entry of the index; the count
+		 * of expired rows from the statistics, corrected by what the index
+		 * shows (see backlog.c).
+		 */
 		switch (may_see ? ttl_probe_oldest(p, &expires_at) : TTL_PROBE_UNKNOWN)
 		{
 			case TTL_PROBE_FOUND:
 				{
 					Interval   *lag = palloc0(sizeof(Interval));
+					bool		expired = !TIMESTAMP_IS_NOEND(expires_at) &&
+						expires_at < now;
 
-					if (!TIMESTAMP_NOT_FINITE(expires_at) && expires_at < now)
+					if (expired && !TIMESTAMP_NOT_FINITE(expires_at))
 						lag->time = now - expires_at;
 					values[i++] = IntervalPGetDatum(lag);
+					if (!expired)
+						values[i++] = Int64GetDatum(0);
+					else if (ttl_backlog_estimate(p, now, &estimate))
+						values[i++] = Int64GetDatum(Max((int64) (estimate + 0.5), 1));
+					else
+						nulls[i++] = true;
 					if (TIMESTAMP_NOT_FINITE(expires_at))
 						nulls[i] = true;
 					else
@@ -353,13 +572,21 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 				}
 			case TTL_PROBE_EMPTY:
 				values[i++] = IntervalPGetDatum(palloc0(sizeof(Interval)));
+				values[i++] = Int64GetDatum(0);
 				nulls[i++] = true;
 				break;
 			case TTL_PROBE_UNKNOWN:
 				nulls[i++] = true;
 				nulls[i++] = true;
+				nulls[i++] = true;
 				break;
 		}
+		if (c.stats_reset != 0)
+			values[i] = TimestampTzGetDatum(c.stats_reset);
+		else
+			nulls[i] = true;
+		i++;
+		Assert(i == TTL_STATS_COLS);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

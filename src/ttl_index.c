@@ -37,6 +37,7 @@ int			ttl_error_delay = 10;
 int			ttl_launcher_naptime = 5;
 int			ttl_max_databases = 64;
 int			ttl_max_policies = 10000;
+int			ttl_log_min_duration = 10000;
 
 bool		ttl_preloaded = false;
 
@@ -104,6 +105,13 @@ _PG_init(void)
 							NULL,
 							&ttl_launcher_naptime, 5, 1, 3600,
 							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.log_min_duration",
+							"Log a summary of every purge pass that takes at least this long.",
+							"-1 logs none, 0 logs every pass that deleted or skipped rows.",
+							&ttl_log_min_duration, 10000, -1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	RegisterXactCallback(ttl_xact_callback, NULL);

@@ -11,7 +11,10 @@
  *	purge.c      the purge engine: one batch = index range scan + DELETE
  *	catalog.c    reading the policy catalog and choosing the index
  *	api.c        SQL-callable functions that manage policies
- *	stats.c      shared-memory counters and the ttl_index_stats SRF
+ *	stats.c      shared-memory counters, their file across restarts, and
+ *	             the ttl_index_stats SRF
+ *	backlog.c    estimating how many rows are past expiry, from statistics
+ *	progress.c   the ttl_index_progress SRF
  *
  * Locking rules are described at the top of the file that owns the lock.
  *
@@ -45,6 +48,7 @@ extern int	ttl_error_delay;		/* s */
 extern int	ttl_launcher_naptime;	/* s */
 extern int	ttl_max_databases;
 extern int	ttl_max_policies;
+extern int	ttl_log_min_duration;	/* ms, -1 = off */
 
 /* true when loaded through shared_preload_libraries (shared memory exists) */
 extern bool ttl_preloaded;
@@ -98,6 +102,8 @@ typedef struct TtlPurgeState
 	Datum		resume_key;		/* by-value key types only (see catalog.c) */
 	int32		row_limit;		/* adaptive, <= batch size */
 	int64		pass_rows;
+	int64		pass_batches;
+	int64		pass_skipped_locked;
 	TimestampTz next_expiry;	/* when the next row expires, or 0 = unknown */
 	SPIPlanPtr	plan;			/* saved DELETE plan, or NULL */
 	Oid			plan_relid;
@@ -123,6 +129,14 @@ typedef enum TtlProbeResult
 } TtlProbeResult;
 
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+extern TimestampTz ttl_key_expiry(Oid typid, Datum key, int64 expire_after);
+
+/* ----------
+ * Backlog estimate (backlog.c)
+ * ----------
+ */
+extern bool ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now,
+								 double *rows);
 
 /* ----------
  * Shared-memory counters (stats.c)
@@ -136,6 +150,7 @@ extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy);
 extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,
 								  const char *message);
 extern void ttl_stats_forget_others(Oid dboid, List *policies);
+extern void ttl_stats_reset(Oid dboid, List *policy_ids);
 
 /* ----------
  * Launcher and database slots (launcher.c)
@@ -148,13 +163,43 @@ extern void ttl_wake_at_commit(void);
 extern void ttl_at_xact_end(bool commit);
 extern void ttl_utility_hook_install(void);
 
+/*
+ * What a worker is doing now, published in its database slot and shown by
+ * ttl_index_progress.  Times are 0 when not applicable.
+ */
+#define TTL_PHASE_LEN		24
+#define TTL_QUALNAME_LEN	(2 * NAMEDATALEN + 8)
+
+typedef struct TtlProgress
+{
+	Oid			dboid;
+	NameData	datname;
+	int			pid;
+	char		phase[TTL_PHASE_LEN];	/* "starting", "reading policies",
+										 * "deleting", "sleeping" */
+	TimestampTz phase_since;
+	int32		policy_id;		/* 0 unless deleting */
+	Oid			relid;
+	char		relname[TTL_QUALNAME_LEN];	/* qualified and quoted */
+	TimestampTz pass_started;
+	int64		pass_rows;		/* deleted in this pass, before this batch */
+	int64		pass_batches;	/* batches of this pass, before this batch */
+	int32		batch_row_limit;	/* most rows the batch in flight takes */
+	TimestampTz batch_started;	/* 0: no batch in flight */
+} TtlProgress;
+
 /* The per-database worker reports into its slot. */
 extern bool ttl_slot_attach(Oid dboid);
 extern void ttl_slot_report_extension(bool installed);
 extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_blocked(void);
-extern void ttl_slot_set_progress(Oid relid, int32 policy_id,
-								  const char *phase, int64 pass_rows);
+extern void ttl_slot_set_phase(const char *phase);
+extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPurgeState *state,
+								 const char *relname);
+extern void ttl_slot_batch_end(TtlPurgeState *state);
+
+/* Everyone may read the slots. */
+extern List *ttl_slot_progress_list(void);
 
 /* ----------
  * Worker (worker.c)

@@ -40,6 +40,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -82,6 +83,7 @@ ttl_worker_reload(void)
 
 	LoadedGeneration = ttl_slot_generation();
 
+	ttl_slot_set_phase("reading policies");
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
@@ -155,6 +157,33 @@ ttl_worker_reload(void)
 }
 
 /*
+ * ttl_worker_log_pass
+ *		The summary of a finished pass, when it took at least
+ *		ttl_index.log_min_duration (-1: never).  Passes that found nothing to
+ *		do are not logged even at 0: an idle policy would log every second.
+ */
+static void
+ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
+{
+	long		ms;
+
+	if (ttl_log_min_duration < 0)
+		return;
+	if (e->state.pass_rows == 0 && e->state.pass_skipped_locked == 0)
+		return;
+	ms = (long) ((now - e->state.now) / 1000);
+	if (ms < ttl_log_min_duration)
+		return;
+	ereport(LOG,
+			(errmsg("ttl_index: deleted " INT64_FORMAT " rows from %s in %ld ms",
+					e->state.pass_rows, relname, ms),
+			 errdetail("Column %s, " INT64_FORMAT " batches, " INT64_FORMAT " rows skipped because another transaction had them locked.",
+					   quote_identifier(e->policy.column_name),
+					   e->state.pass_batches,
+					   e->state.pass_skipped_locked)));
+}
+
+/*
  * ttl_worker_visit
  *		One batch of one policy in its own transaction, with the error
  *		handling described at the top of this file.
@@ -165,22 +194,26 @@ ttl_worker_visit(TtlSchedEntry *e)
 	TtlBatchResult result;
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz now;
+	char		relname[TTL_QUALNAME_LEN];
 
 	memset(&result, 0, sizeof(result));
+	snprintf(relname, sizeof(relname), "with OID %u", e->policy.relid);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
 	{
-		char	   *relname;
+		char	   *name = get_rel_name(e->policy.relid);
 
+		if (name != NULL)
+			strlcpy(relname,
+					quote_qualified_identifier(get_namespace_name(get_rel_namespace(e->policy.relid)),
+											   name),
+					sizeof(relname));
 		SPI_connect();
-		relname = get_rel_name(e->policy.relid);
-		ttl_slot_set_progress(e->policy.relid, e->policy.id, "deleting",
-							  e->state.pass_rows);
+		ttl_slot_batch_begin(&e->policy, &e->state, relname);
 		pgstat_report_activity(STATE_RUNNING,
-							   psprintf("ttl_index: purging expired rows of %s",
-										relname ? relname : "?"));
+							   psprintf("ttl_index: purging expired rows of %s", relname));
 		ttl_purge_batch(&e->policy, &e->state, &result);
 		SPI_finish();
 		CommitTransactionCommand();
@@ -191,10 +224,9 @@ ttl_worker_visit(TtlSchedEntry *e)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			EmitErrorReport();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		ttl_slot_batch_end(&e->state);
 
 		e->state.in_pass = false;
 		now = GetCurrentTimestamp();
@@ -206,6 +238,19 @@ ttl_worker_visit(TtlSchedEntry *e)
 		}
 		else
 		{
+			/*
+			 * One log entry per failure, as autovacuum does: the table and
+			 * the SQLSTATE in the message, the original detail, hint and
+			 * context (which names the column) kept.
+			 */
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
+							relname, unpack_sql_state(edata->sqlerrcode),
+							edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+					 edata->hint ? errhint("%s", edata->hint) : 0,
+					 edata->context ? errcontext("%s", edata->context) : 0));
 			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->message);
 			e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
 			/* the plan may be what failed (table changed): rebuild it */
@@ -217,6 +262,7 @@ ttl_worker_visit(TtlSchedEntry *e)
 	}
 	PG_END_TRY();
 
+	ttl_slot_batch_end(&e->state);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
 	now = GetCurrentTimestamp();
@@ -227,6 +273,7 @@ ttl_worker_visit(TtlSchedEntry *e)
 			break;
 		case TTL_BATCH_DONE:
 			ttl_stats_count_pass(MyDatabaseId, &e->policy);
+			ttl_worker_log_pass(e, relname, now);
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 			/*
 			 * Wake for the next expiry, but start passes of one policy at
@@ -314,7 +361,7 @@ ttl_worker_run(void)
 		ttl_worker_admit(GetCurrentTimestamp());
 	}
 
-	ttl_slot_set_progress(InvalidOid, 0, "sleeping", 0);
+	ttl_slot_set_phase("sleeping");
 	now = GetCurrentTimestamp();
 	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 	foreach(lc, Schedule)

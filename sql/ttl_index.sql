@@ -47,6 +47,12 @@ INSERT INTO app.sessions (created_at, note)
 INSERT INTO app.sessions (created_at, note)
 	SELECT now() - interval '59 minutes', 'fresh' FROM generate_series(1, 10);
 INSERT INTO app.sessions (created_at, note) VALUES (NULL, 'never');
+-- the backlog as the stats view sees it: 2 hours late, about 1000 rows
+-- (estimated from the statistics ANALYZE gathered, not counted)
+ANALYZE app.sessions;
+SELECT lag BETWEEN interval '1 hour 59 minutes' AND interval '2 hours 1 minute' AS lag_2h,
+	   expired_estimate BETWEEN 950 AND 1050 AS about_1000
+  FROM ttl_index_stats;
 SELECT ttl_runner();
 SELECT note, count(*) FROM app.sessions GROUP BY note ORDER BY note;
 -- nothing left to do
@@ -54,7 +60,7 @@ SELECT ttl_runner();
 
 -- the stats view: one row, no backlog, next expiry about 1 minute away
 SELECT table_name, column_name, expire_after, batch_size, enabled, errors,
-	   lag = interval '0' AS no_lag,
+	   lag = interval '0' AS no_lag, expired_estimate,
 	   next_expiry BETWEEN now() AND now() + interval '2 minutes' AS next_soon
   FROM ttl_index_stats;
 
@@ -117,6 +123,53 @@ SELECT count(*) FROM pg_indexes WHERE indexname = 'tokens_expires_at';
 SELECT ttl_drop_index('app.events', 'at');
 SELECT count(*) FROM pg_index WHERE indrelid = 'app.events'::regclass;
 
+-- The purge acts as the table owner, whoever runs it: triggers see the
+-- owner as current_user, and row-level security applies as it would to a
+-- DELETE by the owner, that is only when the table forces it on its owner.
+SET ROLE ttl_owner;
+CREATE TABLE app.audited (ts timestamptz, kind text);
+CREATE TABLE app.audit_log (who name, kind text);
+CREATE FUNCTION app.log_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO app.audit_log VALUES (current_user, OLD.kind);
+	RETURN OLD;
+END
+$$;
+CREATE TRIGGER audited_delete AFTER DELETE ON app.audited
+	FOR EACH ROW EXECUTE FUNCTION app.log_delete();
+SELECT ttl_create_index('app.audited', 'ts', 60) > 0 AS ok;
+ALTER TABLE app.audited ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_public ON app.audited USING (kind = 'public');
+INSERT INTO app.audited VALUES (now() - interval '1 hour', 'public'),
+	(now() - interval '1 hour', 'secret');
+RESET ROLE;
+-- run by the superuser: RLS is not forced, so the owner deletes both rows
+SELECT ttl_runner();
+SELECT who, kind FROM app.audit_log ORDER BY kind;
+-- forced: the owner sees, and so the purge deletes, only the public row
+SET ROLE ttl_owner;
+ALTER TABLE app.audited FORCE ROW LEVEL SECURITY;
+RESET ROLE;
+INSERT INTO app.audited VALUES (now() - interval '1 hour', 'public'),
+	(now() - interval '1 hour', 'secret');
+SELECT ttl_runner();
+SELECT kind FROM app.audited;
+-- the owner's rights, not the superuser's: a trigger the owner could not
+-- run itself makes the batch fail, and nothing is deleted
+SET ROLE ttl_owner;
+CREATE OR REPLACE FUNCTION app.log_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM count(*) FROM pg_catalog.pg_authid;
+	RETURN OLD;
+END
+$$;
+RESET ROLE;
+INSERT INTO app.audited VALUES (now() - interval '1 hour', 'public');
+SELECT ttl_runner();
+SELECT count(*) FROM app.audited WHERE kind = 'public';
+SET ROLE ttl_owner;
+SELECT ttl_drop_index('app.audited', 'ts');
+
 --
 -- Bad calls: each is an error, and changes nothing.
 --
@@ -126,6 +179,14 @@ CREATE VIEW app.v AS SELECT * FROM app.typed;
 CREATE MATERIALIZED VIEW app.mv AS SELECT * FROM app.typed;
 CREATE SEQUENCE app.seq;
 CREATE TEMP TABLE tmp (ts timestamptz);
+ALTER TABLE app.typed ADD COLUMN gone timestamptz;
+ALTER TABLE app.typed DROP COLUMN gone;
+RESET ROLE;
+CREATE FOREIGN DATA WRAPPER ttl_dummy_fdw;
+CREATE SERVER ttl_dummy FOREIGN DATA WRAPPER ttl_dummy_fdw;
+GRANT USAGE ON FOREIGN SERVER ttl_dummy TO ttl_owner;
+SET ROLE ttl_owner;
+CREATE FOREIGN TABLE app.ft (ts timestamptz) SERVER ttl_dummy;
 
 SELECT ttl_create_index('app.nosuchtable', 'ts', 60);
 SELECT ttl_create_index('app.typed', 'nosuchcolumn', 60);
@@ -152,6 +213,15 @@ SELECT ttl_create_index('app.mv', 'ts', 60);
 SELECT ttl_create_index('app.seq', 'last_value', 60);
 SELECT ttl_create_index('app.sessions_pkey', 'id', 60);
 SELECT ttl_create_index('tmp', 'ts', 60);
+SELECT ttl_create_index('app.ft', 'ts', 60);
+SELECT ttl_create_index('app.typed', 'gone', 60);
+SELECT ttl_create_index('app.typed', '........pg.dropped.5........', 60);
+SELECT ttl_create_index('app.typed', 'ts', interval '1 year');
+SELECT ttl_create_index('app.typed', 'ts', -9223372036854775808);
+-- a TTL column cannot change to a type the purge cannot use
+ALTER TABLE app.sessions ALTER COLUMN created_at TYPE text;
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'app.sessions'::regclass AND attname = 'created_at';
 SELECT ttl_create_index('app.typed', 'ts', '1 hour');
 SELECT ttl_drop_index('app.typed', 'ts');
 SELECT ttl_drop_index('app.typed', 'nosuchcolumn');
@@ -175,6 +245,8 @@ SELECT count(*) > 0 AS can_read FROM ttl_index_policy;
 SELECT table_name, lag, next_expiry FROM ttl_index_stats ORDER BY policy_id LIMIT 1;
 -- ttl_runner only purges tables the caller owns
 SELECT ttl_runner();
+-- resetting the counters is for superusers (and whom they grant it to)
+SELECT ttl_index_stats_reset();
 RESET ROLE;
 
 -- nothing changed
@@ -191,11 +263,22 @@ SELECT ttl_create_index('app.typed', 'd', interval '7 days') > 0 AS ok;
 SELECT ttl_drop_index('app.typed', 'd');
 RESET ROLE;
 
+-- the counters can be reset, for the database or one table; without
+-- shared_preload_libraries there are no counters, so nothing changes
+SELECT ttl_index_stats_reset();
+SELECT ttl_index_stats_reset('app.sessions');
+SELECT count(*) FROM ttl_index_stats WHERE stats_reset IS NOT NULL;
+-- no worker runs without shared_preload_libraries
+SELECT * FROM ttl_index_progress;
+
 -- pg_dump keeps the policies: the catalog is an extension config table
 SELECT extconfig::regclass[] FROM pg_extension WHERE extname = 'ttl_index';
 
 DROP EXTENSION ttl_index;
 DROP TABLE policies_before, tmp;
+DROP FOREIGN TABLE app.ft;
+DROP SERVER ttl_dummy;
+DROP FOREIGN DATA WRAPPER ttl_dummy_fdw;
 SET client_min_messages = warning;
 DROP SCHEMA app CASCADE;
 RESET client_min_messages;

@@ -1,0 +1,184 @@
+# What an operator sees: ttl_index_stats after a known purge (counters,
+# backlog estimate, error message and who may read it), ttl_index_progress
+# and pg_stat_activity during a drain, the log lines of a pass and of a
+# failure, ttl_index_stats_reset(), counters kept across a clean restart and
+# dropped by a crash, and the postgres_exporter queries.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('monitoring');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'ttl_index'
+ttl_index.launcher_naptime = 1
+ttl_index.log_min_duration = 0
+restart_after_crash = on
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE ROLE watcher LOGIN;
+CREATE TABLE known (id bigserial, ts timestamptz);
+INSERT INTO known (ts) SELECT now() - interval '2 hours' FROM generate_series(1, 25000);
+INSERT INTO known (ts) SELECT now() + interval '10 minutes' FROM generate_series(1, 10);
+SELECT ttl_create_index('known', 'ts', 3600);
+});
+
+# a known purge, as the stats view reports it
+ok($node->poll_query_until('postgres', "SELECT rows_deleted = 25000 FROM ttl_index_stats"),
+	'the worker deleted the 25000 expired rows');
+is($node->safe_psql('postgres', q{
+SELECT batches >= 1, passes >= 1, errors, last_error IS NULL, lag, expired_estimate,
+	   next_expiry BETWEEN now() + interval '69 minutes' AND now() + interval '71 minutes',
+	   time_spent > interval '0', last_run > now() - interval '1 minute', stats_reset IS NULL
+  FROM ttl_index_stats}),
+	't|t|0|t|00:00:00|0|t|t|t|t',
+	'counters, lag, estimate and next expiry after the purge');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM known'), '10', 'unexpired rows kept');
+
+ok($node->wait_for_log(qr/LOG:  ttl_index: deleted 25000 rows from public\.known in \d+ ms/),
+	'the pass is summarised in the log (log_min_duration = 0)');
+
+# the backlog estimate, on a backlog the worker is told to leave alone
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET ttl_index.enabled = off;
+SELECT pg_reload_conf();
+});
+sleep 1;
+$node->safe_psql('postgres', q{
+INSERT INTO known (ts) SELECT now() - interval '3 hours' + i * interval '1 s'
+  FROM generate_series(1, 50000) i;
+ANALYZE known;
+});
+my ($lag_ok, $estimate, $expired) = split /\|/, $node->safe_psql('postgres',
+	"SELECT lag > interval '1 hour 59 minutes', expired_estimate,
+			(SELECT count(*) FROM known WHERE ts < now() - interval '1 hour')
+	   FROM ttl_index_stats");
+is($lag_ok, 't', 'lag shows the oldest expired row');
+cmp_ok($expired, '>', 7000, "a backlog of $expired expired rows among 50010");
+cmp_ok(abs($estimate - $expired), '<=', 0.05 * $expired,
+	"expired_estimate within 5% of the real backlog ($estimate for $expired)");
+
+# ttl_index_progress and pg_stat_activity while the worker drains it
+$node->safe_psql('postgres', q{
+INSERT INTO known (ts) SELECT now() - interval '3 hours' FROM generate_series(1, 1500000);
+ALTER SYSTEM SET ttl_index.enabled = on;
+SELECT pg_reload_conf();
+});
+ok($node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM ttl_index_progress
+ WHERE datname = 'postgres' AND phase = 'deleting' AND table_name = 'public.known'
+   AND pass_rows_deleted > 0 AND pass_batches > 0 AND batch_row_limit > 0
+   AND pass_started <= now()}, 't'),
+	'ttl_index_progress shows the table, the pass so far and the batch in flight');
+ok($node->poll_query_until('postgres', q{
+SELECT count(*) = 1 FROM pg_stat_activity
+ WHERE backend_type = 'ttl_index worker' AND application_name = 'ttl_index worker'
+   AND query = 'ttl_index: purging expired rows of public.known'}, 't'),
+	'pg_stat_activity names the table being purged');
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM known WHERE ts < now() - interval '1 hour'"),
+	'backlog drained');
+ok($node->poll_query_until('postgres', q{
+SELECT phase = 'sleeping' AND policy_id IS NULL AND table_name IS NULL AND batch_started IS NULL
+  FROM ttl_index_progress WHERE datname = 'postgres'}),
+	'ttl_index_progress shows the worker sleeping once done');
+ok($node->poll_query_until('postgres', q{
+SELECT wait_event_type = 'Extension' AND wait_event = 'Extension'
+  FROM pg_stat_activity WHERE backend_type = 'ttl_index worker'}),
+	'the sleeping worker waits under the Extension wait event');
+
+# a failure: logged once with table and SQLSTATE, counted, message kept
+$node->safe_psql('postgres', q{
+CREATE TABLE parent (id int PRIMARY KEY, ts timestamptz);
+CREATE TABLE child (pid int REFERENCES parent);
+INSERT INTO parent VALUES (1, now() - interval '1 day');
+INSERT INTO child VALUES (1);
+SELECT ttl_create_index('parent', 'ts', 60);
+});
+ok($node->wait_for_log(
+		qr/LOG:  ttl_index: could not purge expired rows of table public\.parent \(SQLSTATE 23503\): update or delete on table "parent" violates foreign key constraint/),
+	'a failed batch is logged with the table and the SQLSTATE');
+like($node->safe_psql('postgres', "SELECT errors || ' ' || last_error FROM ttl_index_stats WHERE table_name = 'parent'::regclass"),
+	qr/^[1-9]\d* update or delete on table "parent" violates foreign key constraint/,
+	'the failure is counted and its message kept');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM parent'), '1', 'the referenced row stays');
+# another role sees the counters, not the message nor the backlog
+is($node->safe_psql('postgres',
+		"SET ROLE watcher; SELECT errors > 0, last_error IS NULL, lag IS NULL, expired_estimate IS NULL FROM ttl_index_stats WHERE table_name = 'parent'::regclass"),
+	't|t|t|t', 'a role that does not own the table sees counts but not the message or the backlog');
+is($node->safe_psql('postgres',
+		"GRANT pg_read_all_stats TO watcher; SET ROLE watcher; SELECT last_error IS NOT NULL, lag IS NOT NULL FROM ttl_index_stats WHERE table_name = 'parent'::regclass"),
+	't|t', 'pg_read_all_stats sees the message and the backlog');
+$node->safe_psql('postgres', q{
+SELECT ttl_drop_index('parent', 'ts');
+REVOKE pg_read_all_stats FROM watcher;
+});
+
+# counters survive a clean restart (first stop the ramp of rows that
+# expire one a second, so the counters hold still)
+$node->safe_psql('postgres', 'TRUNCATE known');
+my ($rows, $batches, $passes) = split /\|/, $node->safe_psql('postgres',
+	"SELECT rows_deleted, batches, passes FROM ttl_index_stats WHERE table_name = 'known'::regclass");
+cmp_ok($rows, '>', 1500000, 'counters before the restart');
+$node->restart;
+# the restarted worker may already have run an empty pass: counts only grow
+is($node->safe_psql('postgres',
+		"SELECT rows_deleted, batches >= $batches, passes >= $passes FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
+	"$rows|t|t", "counters kept across a clean restart ($rows rows, $batches batches)");
+
+# reset: one table, by a superuser or a role granted EXECUTE
+my ($ret, $out, $err) = $node->psql('postgres', 'SET ROLE watcher; SELECT ttl_index_stats_reset()');
+like($err, qr/permission denied for function ttl_index_stats_reset/, 'reset refused to an ordinary role');
+$node->safe_psql('postgres', q{
+GRANT EXECUTE ON FUNCTION ttl_index_stats_reset(regclass) TO watcher;
+SET ROLE watcher;
+SELECT ttl_index_stats_reset('known');
+});
+is($node->safe_psql('postgres',
+		"SELECT rows_deleted, batches, passes, stats_reset > now() - interval '1 minute' FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
+	'0|0|0|t', 'reset zeroes the counters of the table and stamps the time');
+
+# a crash drops the counters, like PostgreSQL's own statistics
+$node->safe_psql('postgres', q{
+INSERT INTO known (ts) SELECT now() - interval '3 hours' FROM generate_series(1, 100);
+});
+ok($node->poll_query_until('postgres', "SELECT rows_deleted = 100 FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
+	'counting again after the reset');
+my $victim = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker'");
+kill 'KILL', $victim;
+ok($node->poll_query_until('postgres',
+		"SELECT rows_deleted = 0 AND stats_reset IS NULL FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
+	'after a crash the counters start from zero');
+
+# the postgres_exporter queries run and return every metric they declare
+open(my $fh, '<', "$ENV{TESTDIR}/../monitoring/postgres_exporter.yml")
+  or die "cannot read postgres_exporter.yml: $!";
+my (%query, %metrics, $section, $in_query);
+while (my $line = <$fh>)
+{
+	next if $line =~ /^\s*#/;
+	if ($line =~ /^(\w+):\s*$/) { $section = $1; $in_query = 0; next; }
+	if ($line =~ /^  query: \|/) { $in_query = 1; next; }
+	if ($line =~ /^  metrics:/) { $in_query = 0; next; }
+	if ($in_query) { $query{$section} .= $line; next; }
+	push @{ $metrics{$section} }, $1 if $line =~ /^    - (\w+):/;
+}
+close $fh;
+is_deeply([ sort keys %query ], [ 'ttl_index', 'ttl_index_workers' ], 'exporter file has its two queries');
+foreach my $s (sort keys %query)
+{
+	my ($r, $o, $e) = $node->psql('postgres', "\\pset tuples_only off\n\\pset footer off\n$query{$s}",
+		extra_params => [ '-X' ]);
+	is($r, 0, "exporter query $s runs") or diag($e);
+	my ($header) = split /\n/, $o;
+	is_deeply([ split /\|/, $header ], $metrics{$s}, "exporter query $s returns the declared metrics");
+}
+
+$node->stop;
+done_testing();

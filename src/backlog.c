@@ -63,9 +63,13 @@ ttl_backlog_tuples(Oid relid)
 		return reltuples;
 	rel = try_relation_open(relid, NoLock);
 	if (rel == NULL)
+	{
+		UnlockRelationOid(relid, AccessShareLock);
 		return reltuples;
+	}
 	curpages = RelationGetNumberOfBlocks(rel);
-	relation_close(rel, NoLock);
+	/* released at once, like the probe's (see ttl_probe_oldest) */
+	relation_close(rel, AccessShareLock);
 
 	return reltuples / relpages * curpages;
 }

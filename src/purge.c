@@ -592,6 +592,11 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
  *		first entry of its index.  Never waits for a lock: a locked table is
  *		TTL_PROBE_UNKNOWN.  Must be called inside a transaction with an
  *		active snapshot.
+ *
+ *		The locks are released before returning: ttl_index_stats probes
+ *		every policy in one transaction, and holding two locks per policy
+ *		until its end would overflow the lock table with thousands of
+ *		policies (max_locks_per_transaction).
  */
 TtlProbeResult
 ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
@@ -625,6 +630,8 @@ ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
 		TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
 
 done:
-	ttl_close_table(&t);
+	if (t.irel)
+		index_close(t.irel, AccessShareLock);
+	table_close(t.rel, AccessShareLock);
 	return result;
 }

@@ -13,24 +13,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-PGBIN=/usr/lib/postgresql/15/bin
+. "$here/test/lib.sh"
 suites=${TTL_TEST_SUITES:-regress isolation tap}
 
 if [ "$(id -u)" = 0 ]; then
-	pkgs="postgresql-15 postgresql-server-dev-15 libipc-run-perl make gcc"
-	missing=""
-	for p in $pkgs; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
-	done
-	if [ -n "$missing" ]; then
-		echo "== installing:$missing"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-	fi
-	echo "== building and installing ttl_index"
-	make -C "$here" -s clean >/dev/null 2>&1 || true
-	make -C "$here" -s PG_CONFIG=$PGBIN/pg_config
-	make -C "$here" -s PG_CONFIG=$PGBIN/pg_config install
+	ttl_root_setup "$here" libipc-run-perl
 	work=$(mktemp -d /tmp/ttl_index_test.XXXXXX)
 	cp -a "$here"/. "$work"/
 	chown -R postgres "$work"

@@ -10,10 +10,10 @@
 # Run as root (builds and installs first) or as the postgres user.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-PGBIN=/usr/lib/postgresql/15/bin
+. "$here/test/lib.sh"
 rows=${1:-1000000}
 if [ "$(id -u)" = 0 ]; then
-	make -C "$here" -s PG_CONFIG=$PGBIN/pg_config install >/dev/null
+	ttl_root_setup "$here" bc >/dev/null
 	exec su postgres -s /bin/bash -c "bash '$here/test/bench/drain.sh' $rows"
 fi
 dir=$(mktemp -d /tmp/ttl_index_bench.XXXXXX)

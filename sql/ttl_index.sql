@@ -169,6 +169,23 @@ SELECT ttl_runner();
 SELECT count(*) FROM app.audited WHERE kind = 'public';
 SET ROLE ttl_owner;
 SELECT ttl_drop_index('app.audited', 'ts');
+-- the owner's own privileges count too: an owner that revoked DELETE on
+-- its table from itself gets the error its own DELETE would get
+CREATE TABLE app.nodelete (ts timestamptz);
+SELECT ttl_create_index('app.nodelete', 'ts', 60) > 0 AS ok;
+INSERT INTO app.nodelete VALUES (now() - interval '1 hour');
+REVOKE DELETE ON app.nodelete FROM ttl_owner;
+RESET ROLE;
+SELECT ttl_runner();
+SELECT count(*) FROM app.nodelete;
+SET ROLE ttl_owner;
+GRANT DELETE ON app.nodelete TO ttl_owner;
+RESET ROLE;
+SELECT ttl_runner();
+SELECT count(*) FROM app.nodelete;
+SET ROLE ttl_owner;
+SELECT ttl_drop_index('app.nodelete', 'ts');
+DROP TABLE app.nodelete;
 
 --
 -- Bad calls: each is an error, and changes nothing.

@@ -10,9 +10,26 @@
  *		 stopped up to the cutoff fixed when the pass began, collecting the
  *		 TIDs of visible rows, skipping rows another transaction is
  *		 changing or has locked, until the row limit or the time limit;
- *	  4. DELETE exactly those rows through the executor, by TID, with the
- *		 cutoff repeated in the WHERE clause so that a row moved into the
- *		 future by a concurrent UPDATE is re-checked and kept.
+ *	  4. delete exactly those row versions.
+ *
+ * Step 4 has two paths, chosen per batch (ttl_direct_delete_ok):
+ *
+ *	- direct: when a DELETE by the owner would run no user code and apply no
+ *	  policy (no DELETE triggers, which includes the foreign keys that point
+ *	  at the table, no rules, no row-level security on the owner), each row
+ *	  version the scan found is deleted at once with table_tuple_delete(),
+ *	  without waiting.  That is what the executor's DELETE does underneath,
+ *	  WAL, TOAST, replica identity and serializable checks included, minus
+ *	  the planning and the second visit to each row.  A version that another
+ *	  transaction has locked or is changing is skipped (TM_BeingModified); one
+ *	  that was updated or deleted since the scan saw it is left alone
+ *	  (TM_Updated / TM_Deleted): the next pass looks at the new version, so a
+ *	  row moved into the future by a concurrent UPDATE is kept.
+ *	- executor: otherwise, the TIDs are collected (skipping busy rows) and
+ *	  deleted by a prepared DELETE by TID, with the cutoff repeated in the
+ *	  WHERE clause so that EvalPlanQual re-checks a concurrently updated row.
+ *	  Triggers, foreign-key actions, rules and row-level security then
+ *	  behave exactly as for a DELETE by the owner.
  *
  * The caller owns the transaction: the worker runs each batch in its own,
  * ttl_runner() runs all batches in the caller's.  Locks taken here are held
@@ -40,6 +57,7 @@
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -47,6 +65,7 @@
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -54,6 +73,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
 #include "ttl_index.h"
@@ -281,6 +301,40 @@ ttl_tuple_busy(TupleTableSlot *slot)
 }
 
 /*
+ * ttl_direct_delete_ok
+ *		Whether this batch may delete row versions itself (see the top of the
+ *		file): true when a DELETE by the current user, the table owner, would
+ *		fire no trigger, meet no rule and apply no row-level security.
+ *		Checks the owner's DELETE and SELECT rights as the executor would.
+ */
+static bool
+ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
+{
+	TriggerDesc *trig = rel->trigdesc;
+	AclResult	aclresult;
+
+	if (rel->rd_rel->relhasrules)
+		return false;
+	if (trig != NULL &&
+		(trig->trig_delete_before_row || trig->trig_delete_after_row ||
+		 trig->trig_delete_instead_row || trig->trig_delete_before_statement ||
+		 trig->trig_delete_after_statement || trig->trig_delete_old_table))
+		return false;
+	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+		return false;
+
+	/* DELETE on the table, SELECT on the column (or the whole table) */
+	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE);
+	if (aclresult == ACLCHECK_OK &&
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclresult = pg_attribute_aclcheck(RelationGetRelid(rel), policy->attnum,
+										  GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	return true;
+}
+
+/*
  * ttl_delete_plan
  *		The saved DELETE plan of a policy: by TID, with the cutoff repeated.
  *
@@ -432,6 +486,8 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	int			nkeys = 0;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
+	bool		direct;
+	CommandId	cid = InvalidCommandId;
 
 	memset(result, 0, sizeof(TtlBatchResult));
 	INSTR_TIME_SET_CURRENT(start);
@@ -468,9 +524,13 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	/* 3. the range scan */
+	direct = ttl_direct_delete_ok(policy, t.rel);
+	if (direct)
+		cid = GetCurrentCommandId(true);
+
+	/* 3. the range scan (and, on the direct path, 4. the deletes) */
 	limit = Min(Max(state->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
-	tids = palloc(sizeof(ItemPointerData) * limit);
+	tids = direct ? NULL : palloc(sizeof(ItemPointerData) * limit);
 	cutoff = ttl_cutoff(t.typid, state->now, policy->expire_after);
 	if (state->have_resume)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
@@ -496,7 +556,28 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 		last_key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
 		have_last = !isnull;
 
-		if (ttl_tuple_busy(slot))
+		if (direct)
+		{
+			TM_FailureData tmfd;
+
+			/* the visible version of the row, never waiting for it */
+			switch (table_tuple_delete(t.rel, &slot->tts_tid, cid,
+									   GetActiveSnapshot(), InvalidSnapshot,
+									   false, &tmfd, false))
+			{
+				case TM_Ok:
+					result->deleted++;
+					break;
+				case TM_BeingModified:
+					result->skipped_locked++;
+					break;
+				default:
+					/* updated or deleted since our snapshot: not ours */
+					break;
+			}
+			ntids++;
+		}
+		else if (ttl_tuple_busy(slot))
 			result->skipped_locked++;
 		else
 			tids[ntids++] = slot->tts_tid;
@@ -518,7 +599,7 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	ExecDropSingleTupleTableSlot(slot);
 
 	/* 4. the delete, through the executor */
-	if (ntids > 0)
+	if (!direct && ntids > 0)
 	{
 		SPIPlanPtr	plan = ttl_delete_plan(policy, state, &t);
 		Datum	   *tiddatums = palloc(sizeof(Datum) * ntids);
@@ -538,7 +619,8 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 		result->deleted = SPI_processed;
 		pfree(tiddatums);
 	}
-	pfree(tids);
+	if (tids != NULL)
+		pfree(tids);
 
 	/* where the next batch resumes, or when the next row expires */
 	if (stopped)

@@ -12,11 +12,12 @@
  * updated and read under the entry's spinlock.  Readers copy an entry under
  * the spinlock and build their output after releasing it.
  *
- * Persistence, as pg_stat_statements and the cumulative statistics system
- * do it: the postmaster writes the counters to pg_stat/ttl_index.stat when
- * it shuts down cleanly and reads them back (then removes the file) when it
- * starts.  After a crash the file is absent and the counters start at zero,
- * like every other statistic.
+ * Persistence, as the cumulative statistics system does it: the postmaster
+ * writes the counters to pg_stat/ttl_index.stat when it exits after a clean
+ * shutdown (smart or fast: pg_control says "shut down") and reads them back
+ * (then removes the file) when it starts.  After a crash or an immediate
+ * shutdown, which end in crash recovery, the counters start at zero like
+ * every other statistic: they could count batches whose commit was lost.
  *
  * Without shared_preload_libraries there is no shared memory: counting does
  * nothing and the view shows zeros, but the backlog columns (lag,
@@ -31,6 +32,8 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
 #include "catalog/pg_class.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -181,8 +184,9 @@ ttl_stats_load(void)
 /*
  * ttl_stats_save
  *		At postmaster exit, write the counters to the stats file (through a
- *		temporary file and a durable rename).  Not after a crash (code != 0):
- *		shared memory may be corrupt then.
+ *		temporary file and a durable rename).  Not after a crash (code != 0:
+ *		shared memory may be corrupt) nor after an immediate shutdown (the
+ *		control file does not say "shut down").
  */
 static void
 ttl_stats_save(int code, Datum arg)
@@ -192,8 +196,16 @@ ttl_stats_save(int code, Datum arg)
 	TtlStatsEntry *e;
 	uint32		magic = TTL_STATS_FILE_MAGIC;
 	int32		count;
+	ControlFileData *control;
+	bool		crc_ok;
 
 	if (code != 0 || TtlStatsHash == NULL)
+		return;
+
+	/* only after a clean shutdown: the checkpointer has written the state */
+	control = get_controlfile(DataDir, &crc_ok);
+	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
+					control->state != DB_SHUTDOWNED_IN_RECOVERY))
 		return;
 
 	file = AllocateFile(TTL_STATS_FILE_TMP, PG_BINARY_W);

@@ -131,6 +131,14 @@ is($node->safe_psql('postgres',
 		"SELECT rows_deleted, batches >= $batches, passes >= $passes FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
 	"$rows|t|t", "counters kept across a clean restart ($rows rows, $batches batches)");
 
+# an immediate shutdown ends in crash recovery: the counters are not kept,
+# as for PostgreSQL's own statistics (they could count lost batches)
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres',
+		"SELECT rows_deleted FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
+	'0', 'counters start from zero after an immediate shutdown');
+
 # reset: one table, by a superuser or a role granted EXECUTE
 my ($ret, $out, $err) = $node->psql('postgres', 'SET ROLE watcher; SELECT ttl_index_stats_reset()');
 like($err, qr/permission denied for function ttl_index_stats_reset/, 'reset refused to an ordinary role');
@@ -143,7 +151,7 @@ is($node->safe_psql('postgres',
 		"SELECT rows_deleted, batches, passes, stats_reset > now() - interval '1 minute' FROM ttl_index_stats WHERE table_name = 'known'::regclass"),
 	'0|0|0|t', 'reset zeroes the counters of the table and stamps the time');
 
-# a crash drops the counters, like PostgreSQL's own statistics
+# a crash drops the counters too
 $node->safe_psql('postgres', q{
 INSERT INTO known (ts) SELECT now() - interval '3 hours' FROM generate_series(1, 100);
 });

@@ -1,0 +1,314 @@
+# Locks and DDL.  The worker never waits in a lock queue: a table held in
+# ACCESS EXCLUSIVE mode (or rows held FOR UPDATE) is skipped and retried
+# while the other tables of the database are purged, and nobody queues
+# behind the worker.  DDL on a table in the middle of a drain (DROP TABLE,
+# TRUNCATE, RENAME, RENAME COLUMN, ALTER COLUMN TYPE, DROP COLUMN) completes
+# at once, the policy follows it, and the worker carries on without
+# crashing.  CREATE DATABASE ... TEMPLATE and ALTER DATABASE ... RENAME of a
+# database whose worker runs succeed without FORCE, and both databases are
+# served afterwards.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('ddl');
+$node->init;
+# A time zone west of UTC: a timestamp (without time zone) cutoff read as
+# UTC would keep rows that expired hours ago.
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'ttl_index'
+ttl_index.launcher_naptime = 1
+max_worker_processes = 16
+timezone = 'America/New_York'
+});
+$node->start;
+
+my $db = 'app';
+
+sub worker_pid
+{
+	my ($d) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$d'");
+}
+
+# policy_stat(table, columns): a row of ttl_index_stats
+sub policy_stat
+{
+	my ($table, $cols) = @_;
+	return $node->safe_psql($db,
+		"SELECT $cols FROM ttl_index_stats WHERE table_name = '$table'::regclass");
+}
+
+# poll_for(dbname, query, seconds): like poll_query_until, with a deadline
+sub poll_for
+{
+	my ($d, $query, $seconds) = @_;
+	my $end = time() + $seconds;
+	while (time() < $end)
+	{
+		return 1 if $node->safe_psql($d, $query) eq 't';
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# timed(dbname, sql): run sql, return (ret, stderr, seconds)
+sub timed
+{
+	my ($d, $sql) = @_;
+	my $t0 = time();
+	my ($ret, $stdout, $stderr) = $node->psql($d, $sql);
+	return ($ret, $stderr, time() - $t0);
+}
+
+# control table: it must keep being purged whatever happens to the others
+sub control_purged
+{
+	my ($label) = @_;
+	$node->safe_psql($db,
+		"INSERT INTO control SELECT now() - interval '2 hours' FROM generate_series(1, 100)");
+	ok($node->poll_query_until($db,
+		"SELECT count(*) = 0 FROM control WHERE ts < now() - interval '1 hour'"),
+		"$label: control table still purged");
+}
+
+$node->safe_psql('postgres', "CREATE DATABASE $db");
+$node->safe_psql($db, q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE control (ts timestamptz);
+SELECT ttl_create_index('control', 'ts', 3600);
+INSERT INTO control SELECT now() + interval '1 day' FROM generate_series(1, 10);
+-- lock_waits(pids, samples): over `samples` samples 20 ms apart, how many
+-- ungranted locks belonged to one of pids or waited for one of them
+CREATE FUNCTION lock_waits(pids int[], samples int) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+	n int := 0;
+BEGIN
+	FOR i IN 1 .. samples LOOP
+		n := n + (SELECT count(*) FROM pg_locks l
+				   WHERE NOT l.granted
+					 AND (l.pid = ANY (pids) OR pg_blocking_pids(l.pid) && pids));
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+	RETURN n;
+END
+$$;
+});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'"),
+	'worker running');
+my $pid = worker_pid($db);
+
+# ---- a table locked by someone else is skipped, the others are purged
+
+$node->safe_psql($db, q{
+CREATE TABLE a (id int, ts timestamptz);
+INSERT INTO a SELECT g, now() - interval '2 hours' FROM generate_series(1, 1000) g;
+INSERT INTO a SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
+CREATE INDEX ON a (ts);
+CREATE TABLE b (id int, ts timestamptz);
+SELECT ttl_create_index('b', 'ts', 3600, 1000);
+});
+# hold a's expired rows FOR UPDATE, then give a its policy (ShareLock does
+# not conflict with FOR UPDATE): the worker must skip the rows, not wait
+my $holder = $node->background_psql($db);
+$holder->query_safe('BEGIN');
+$holder->query_safe('SELECT count(*) FROM (SELECT 1 FROM a FOR UPDATE) s');
+$node->safe_psql($db, "SELECT ttl_create_index('a', 'ts', 3600)");
+ok($node->poll_query_until($db,
+	"SELECT rows_skipped_locked >= 1000 FROM ttl_index_stats WHERE table_name = 'a'::regclass"),
+	'rows locked FOR UPDATE are skipped, not waited for');
+is(policy_stat('a', 'rows_deleted'), '0', 'rows locked FOR UPDATE are not deleted');
+
+# now ACCESS EXCLUSIVE: waits at most for the worker's current batch
+my $t0 = time();
+$holder->query_safe('LOCK TABLE a IN ACCESS EXCLUSIVE MODE');
+cmp_ok(time() - $t0, '<', 5, 'LOCK TABLE ... ACCESS EXCLUSIVE granted at once');
+my $skipped = policy_stat('a', 'skipped_locked');
+
+# b gets a backlog; while it drains, sample pg_locks
+$node->safe_psql($db, q{
+INSERT INTO b SELECT g, now() - interval '2 hours' FROM generate_series(1, 300000) g;
+INSERT INTO b SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
+});
+ok($node->poll_query_until($db,
+	"SELECT rows_deleted > 0 FROM ttl_index_stats WHERE table_name = 'b'::regclass"),
+	'b is purged while a is locked');
+is($node->safe_psql($db, "SELECT lock_waits(ARRAY[$pid], 100)"), '0',
+	'no ungranted lock of the worker, and nobody waiting for it, in 100 samples of pg_locks');
+ok($node->poll_query_until($db,
+	"SELECT count(*) = 10 FROM b"), 'b drained while a is locked');
+ok($node->poll_query_until($db,
+	"SELECT skipped_locked >= $skipped + 2 FROM ttl_index_stats WHERE table_name = 'a'::regclass"),
+	"skipped_locked of a grows while it is locked (was $skipped)");
+is(policy_stat('a', 'rows_deleted || \'|\' || errors'), '0|0', 'a: nothing deleted, no error while locked');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok($node->poll_query_until($db, "SELECT count(*) = 10 FROM a"),
+	"a's expired rows deleted once the lock holder commits");
+is(worker_pid($db), $pid, 'same worker process throughout');
+
+# ---- DDL on a table in the middle of a drain
+
+my $log_offset = -s $node->logfile;
+
+# backlog(table, type): a table with 400k expired rows (and 10 unexpired)
+# and a policy, returned once the worker is deleting them.  Batches of 1000
+# rows make the drain last a couple of seconds, so the DDL lands in it.
+sub backlog
+{
+	my ($table, $type) = @_;
+	$node->safe_psql($db, qq{
+CREATE TABLE $table (id int, ts $type);
+INSERT INTO $table SELECT g, now() - interval '2 days' FROM generate_series(1, 400000) g;
+INSERT INTO $table SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
+SELECT ttl_create_index('$table', 'ts', 3600, 1000);
+});
+	ok($node->poll_query_until($db,
+		"SELECT rows_deleted >= 10000 FROM ttl_index_stats WHERE table_name = '$table'::regclass"),
+		"$table: worker deleting its backlog");
+	is(policy_stat($table, "lag > '0'"), 't', "$table: still rows to delete before the DDL");
+}
+
+# ddl(label, sql): run it, it must succeed within 5 s
+sub ddl
+{
+	my ($label, $sql) = @_;
+	my ($ret, $stderr, $secs) = timed($db, $sql);
+	is($ret, 0, "$label succeeds") or diag $stderr;
+	cmp_ok($secs, '<', 5, sprintf("$label took %.2f s", $secs));
+}
+
+my $npolicies = $node->safe_psql($db, 'SELECT count(*) FROM ttl_index_policy');
+
+# DROP TABLE
+backlog('d_drop', 'timestamptz');
+ddl('DROP TABLE mid-drain', 'DROP TABLE d_drop');
+is($node->safe_psql($db, 'SELECT count(*) FROM ttl_index_policy'), $npolicies,
+	'DROP TABLE: its policy is gone');
+is($node->safe_psql($db,
+	'SELECT count(*) FROM ttl_index_policy p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid)'),
+	'0', 'DROP TABLE: no policy left pointing at a missing table');
+control_purged('DROP TABLE');
+is(worker_pid($db), $pid, 'DROP TABLE: same worker process');
+
+# TRUNCATE
+backlog('d_trunc', 'timestamptz');
+ddl('TRUNCATE mid-drain', 'TRUNCATE d_trunc');
+is($node->safe_psql($db, 'SELECT count(*) FROM d_trunc'), '0', 'TRUNCATE: table empty');
+is($node->safe_psql($db,
+	"SELECT count(*) FROM ttl_index_policy WHERE relid = 'd_trunc'::regclass"),
+	'1', 'TRUNCATE: policy stays');
+$node->safe_psql($db, q{
+INSERT INTO d_trunc SELECT g, now() - interval '3 days' FROM generate_series(1, 1000) g;
+INSERT INTO d_trunc SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
+});
+ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_trunc'),
+	'TRUNCATE: expired rows inserted afterwards are deleted');
+is(policy_stat('d_trunc', 'errors'), '0', 'TRUNCATE: no error');
+
+# ALTER TABLE ... RENAME
+backlog('d_ren', 'timestamptz');
+ddl('ALTER TABLE RENAME mid-drain', 'ALTER TABLE d_ren RENAME TO d_ren2');
+is($node->safe_psql($db,
+	"SELECT relid::text FROM ttl_index_policy WHERE relid = 'd_ren2'::regclass"),
+	'd_ren2', 'RENAME: the policy follows the table');
+TODO:
+{
+	local $TODO = 'the saved DELETE plan still names the old table';
+	ok(poll_for($db, 'SELECT count(*) = 10 FROM d_ren2', 8),
+		'RENAME: the drain goes on at once');
+	is(policy_stat('d_ren2', 'errors'), '0', 'RENAME: no error');
+}
+ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_ren2'),
+	'RENAME: the rest of the backlog is deleted');
+
+# ALTER TABLE ... RENAME COLUMN
+backlog('d_col', 'timestamptz');
+ddl('RENAME COLUMN mid-drain', 'ALTER TABLE d_col RENAME ts TO expires');
+is($node->safe_psql($db,
+	"SELECT column_name FROM ttl_index_policy WHERE relid = 'd_col'::regclass"),
+	'expires', 'RENAME COLUMN: the policy follows the column');
+TODO:
+{
+	local $TODO = 'the saved DELETE plan still names the old column';
+	ok(poll_for($db, 'SELECT count(*) = 10 FROM d_col', 8),
+		'RENAME COLUMN: the drain goes on at once');
+	is(policy_stat('d_col', 'errors'), '0', 'RENAME COLUMN: no error');
+}
+ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_col'),
+	'RENAME COLUMN: the rest of the backlog is deleted');
+
+# ALTER COLUMN ... TYPE timestamp (from timestamptz)
+backlog('d_type', 'timestamptz');
+ddl('ALTER COLUMN TYPE timestamp mid-drain',
+	'ALTER TABLE d_type ALTER COLUMN ts TYPE timestamp');
+is($node->safe_psql($db,
+	"SELECT count(*) FROM ttl_index_policy WHERE relid = 'd_type'::regclass"),
+	'1', 'ALTER COLUMN TYPE: policy stays');
+ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_type'),
+	'ALTER COLUMN TYPE: the rest of the backlog is deleted');
+# rows that expired two hours ago, local time
+$node->safe_psql($db,
+	"INSERT INTO d_type SELECT g, localtimestamp - interval '3 hours' FROM generate_series(1, 100) g");
+TODO:
+{
+	local $TODO = 'the saved DELETE plan compares the new timestamp column with a timestamptz parameter';
+	ok(poll_for($db, 'SELECT count(*) = 10 FROM d_type', 5),
+		'ALTER COLUMN TYPE: rows that expired 2 hours ago (local time) are deleted');
+}
+is(policy_stat('d_type', 'errors'), '0', 'ALTER COLUMN TYPE: no error');
+TODO:
+{
+	local $TODO = 'created_index keeps the OID of the index that ALTER COLUMN TYPE rebuilt';
+	is($node->safe_psql($db, q{
+SELECT count(*) FROM ttl_index_policy p
+ WHERE created_index IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.created_index)}),
+		'0', 'ALTER COLUMN TYPE: the policy still names an existing index');
+}
+
+# DROP COLUMN of the TTL column
+backlog('d_dropcol', 'timestamptz');
+ddl('DROP COLUMN mid-drain', 'ALTER TABLE d_dropcol DROP COLUMN ts');
+is($node->safe_psql($db,
+	"SELECT count(*) FROM ttl_index_policy WHERE relid = 'd_dropcol'::regclass"),
+	'0', 'DROP COLUMN: its policy is gone');
+
+control_purged('after all the DDL');
+is(worker_pid($db), $pid, 'after all the DDL: same worker process');
+my $log = slurp_file($node->logfile, $log_offset);
+unlike($log, qr/terminated by signal|PANIC|server process .* was terminated/,
+	'no crash in the server log');
+
+# ---- database-level commands against a database whose worker runs
+
+my ($ret, $stderr, $secs) = timed('postgres', "CREATE DATABASE app_copy TEMPLATE $db");
+is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while the worker runs') or diag $stderr;
+cmp_ok($secs, '<', 3, sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app_copy'"),
+	'the copy gets its own worker');
+$node->safe_psql('app_copy',
+	"INSERT INTO control SELECT now() - interval '2 hours' FROM generate_series(1, 100)");
+ok($node->poll_query_until('app_copy',
+	"SELECT count(*) = 0 FROM control WHERE ts < now() - interval '1 hour'"),
+	"the copy's expired rows are deleted");
+control_purged('after CREATE DATABASE ... TEMPLATE');
+
+($ret, $stderr, $secs) = timed('postgres', "ALTER DATABASE $db RENAME TO app2");
+is($ret, 0, 'ALTER DATABASE ... RENAME succeeds while the worker runs') or diag $stderr;
+cmp_ok($secs, '<', 3, sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
+$db = 'app2';
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app2'"),
+	'the worker comes back to the renamed database');
+control_purged('after ALTER DATABASE ... RENAME');
+
+$node->stop;
+done_testing();

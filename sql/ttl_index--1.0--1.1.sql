@@ -45,6 +45,35 @@ BEGIN
 	   AND a.attname <> p.column_name
 	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
 					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
+
+	-- ALTER COLUMN ... TYPE rebuilds the table's indexes under new OIDs
+	-- without a sql_drop event; find the index ttl_create_index made again
+	-- by the comment it put on it, which the rebuild keeps.
+	UPDATE @extschema@.ttl_index_policy p
+	   SET created_index =
+		   (SELECT i.indexrelid FROM pg_catalog.pg_index i
+			 WHERE i.indrelid = p.relid AND i.indkey[0] = p.attnum
+			   AND pg_catalog.obj_description(i.indexrelid, 'pg_class') =
+				   'created by ttl_index; dropped by ttl_drop_index()'
+			 ORDER BY i.indexrelid LIMIT 1)
+	 WHERE p.created_index IS NOT NULL
+	   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.created_index)
+	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
+END
+$$;
+
+-- Mark the indexes 1.0 created, as 1.1 marks new ones (see above).
+DO $$
+DECLARE
+	idx regclass;
+BEGIN
+	FOR idx IN SELECT created_index FROM @extschema@.ttl_index_policy
+				WHERE created_index IS NOT NULL
+	LOOP
+		EXECUTE pg_catalog.format('COMMENT ON INDEX %s IS %L', idx,
+								  'created by ttl_index; dropped by ttl_drop_index()');
+	END LOOP;
 END
 $$;
 

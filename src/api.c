@@ -25,6 +25,7 @@
 #include "catalog/catalog.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -226,6 +227,18 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create index: %s", SPI_result_code_string(ret));
+
+	/*
+	 * The comment marks the index as ours.  ALTER TABLE ... ALTER COLUMN
+	 * TYPE rebuilds indexes under new OIDs but keeps their comments, and the
+	 * ALTER TABLE event trigger finds our index again by it.
+	 */
+	sql = psprintf("COMMENT ON INDEX %s IS %s",
+				   quote_qualified_identifier(get_namespace_name(nsp), idxname),
+				   quote_literal_cstr(TTL_INDEX_COMMENT));
+	ret = SPI_execute(sql, false, 0);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "could not comment on index: %s", SPI_result_code_string(ret));
 	CommandCounterIncrement();
 	return get_relname_relid(idxname, nsp);
 }
@@ -420,8 +433,10 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 						RelationGetRelationName(rel), colname)));
 	created = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
+	/* drop it only if it still is an index of this very table */
 	if (!isnull && OidIsValid(DatumGetObjectId(created)) &&
-		get_rel_relkind(DatumGetObjectId(created)) == RELKIND_INDEX)
+		get_rel_relkind(DatumGetObjectId(created)) == RELKIND_INDEX &&
+		IndexGetRelation(DatumGetObjectId(created), true) == relid)
 	{
 		ObjectAddress obj;
 

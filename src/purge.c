@@ -336,22 +336,21 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
 
 /*
  * ttl_delete_plan
- *		The saved DELETE plan of a policy: by TID, with the cutoff repeated.
+ *		The executor path's DELETE: by TID, with the cutoff repeated.
  *
- * Prepared with enable_seqscan off and as a generic plan, so that it is a
- * TID scan whatever the table's statistics say.
+ * Prepared for each batch (planning is a fraction of a millisecond) rather
+ * than saved: a saved plan would keep the table and column names and the
+ * cutoff's type from when it was made, and a rename or ALTER COLUMN ... TYPE
+ * in between would break it.  Prepared with enable_seqscan off and as a
+ * generic plan, so that it is a TID scan whatever the statistics say.
  */
 static SPIPlanPtr
-ttl_delete_plan(TtlPolicy *policy, TtlPurgeState *state, TtlOpenTable *t)
+ttl_delete_plan(TtlPolicy *policy, TtlOpenTable *t)
 {
 	char	   *sql;
 	Oid			argtypes[2];
 	SPIPlanPtr	plan;
 	int			nestlevel;
-
-	if (state->plan != NULL && state->plan_relid == policy->relid)
-		return state->plan;
-	ttl_purge_state_reset(state);
 
 	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)"
 				   " AND %s OPERATOR(pg_catalog.<) $2",
@@ -369,11 +368,6 @@ ttl_delete_plan(TtlPolicy *policy, TtlPurgeState *state, TtlOpenTable *t)
 	if (plan == NULL)
 		elog(ERROR, "could not prepare the purge of %s: %s",
 			 t->relname, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "could not save the purge plan of %s", t->relname);
-
-	state->plan = plan;
-	state->plan_relid = policy->relid;
 	pfree(sql);
 	return plan;
 }
@@ -440,20 +434,6 @@ ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 	state->pass_skipped_locked = 0;
 	if (state->row_limit <= 0)
 		state->row_limit = TTL_FIRST_BATCH_ROWS;
-}
-
-/*
- * ttl_purge_state_reset
- *		Drop the saved plan (before the state is freed, or when the table
- *		changed).
- */
-void
-ttl_purge_state_reset(TtlPurgeState *state)
-{
-	if (state->plan != NULL)
-		SPI_freeplan(state->plan);
-	state->plan = NULL;
-	state->plan_relid = InvalidOid;
 }
 
 /*
@@ -601,7 +581,7 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	/* 4. the delete, through the executor */
 	if (!direct && ntids > 0)
 	{
-		SPIPlanPtr	plan = ttl_delete_plan(policy, state, &t);
+		SPIPlanPtr	plan = ttl_delete_plan(policy, &t);
 		Datum	   *tiddatums = palloc(sizeof(Datum) * ntids);
 		Datum		values[2];
 		int			ret;

@@ -34,6 +34,8 @@
 
 #define TTL_EXTENSION_NAME		"ttl_index"
 #define TTL_CATALOG_NAME		"ttl_index_policy"
+/* comment on the indexes ttl_create_index() creates (see api.c) */
+#define TTL_INDEX_COMMENT		"created by ttl_index; dropped by ttl_drop_index()"
 
 /* ----------
  * Settings (ttl_index.c)
@@ -105,8 +107,6 @@ typedef struct TtlPurgeState
 	int64		pass_batches;
 	int64		pass_skipped_locked;
 	TimestampTz next_expiry;	/* when the next row expires, or 0 = unknown */
-	SPIPlanPtr	plan;			/* saved DELETE plan, or NULL */
-	Oid			plan_relid;
 } TtlPurgeState;
 
 typedef struct TtlBatchResult
@@ -120,7 +120,6 @@ typedef struct TtlBatchResult
 extern void ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now);
 extern void ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state,
 							TtlBatchResult *result);
-extern void ttl_purge_state_reset(TtlPurgeState *state);
 typedef enum TtlProbeResult
 {
 	TTL_PROBE_FOUND,			/* *expires_at is set */

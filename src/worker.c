@@ -121,14 +121,13 @@ ttl_worker_reload(void)
 			if (old->policy.id == p->id && old->policy.relid == p->relid &&
 				old->policy.attnum == p->attnum)
 			{
-				/* unchanged target: keep the pass and the saved plan */
+				/* unchanged target: keep the pass */
 				e->state = old->state;
 				e->retry_after = old->retry_after;
 				if (old->policy.expire_after == p->expire_after)
 					e->next_check = old->next_check;
 				else
 					e->state.in_pass = false;
-				old->state.plan = NULL;
 				break;
 			}
 		}
@@ -140,8 +139,6 @@ ttl_worker_reload(void)
 		}
 	}
 
-	foreach(lc, Schedule)
-		ttl_purge_state_reset(&((TtlSchedEntry *) lfirst(lc))->state);
 	ttl_stats_forget_others(MyDatabaseId, policies);
 
 	PopActiveSnapshot();
@@ -253,8 +250,6 @@ ttl_worker_visit(TtlSchedEntry *e)
 					 edata->context ? errcontext("%s", edata->context) : 0));
 			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->message);
 			e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
-			/* the plan may be what failed (table changed): rebuild it */
-			ttl_purge_state_reset(&e->state);
 		}
 		FreeErrorData(edata);
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -452,54 +447,40 @@ ttl_run_all_in_transaction(void)
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
 	int64		total = 0;
-	TtlPurgeState *volatile current = NULL;
 
 	SPI_connect();
 	policies = ttl_load_policies(CurrentMemoryContext);
 
-	PG_TRY();
+	foreach(lc, policies)
 	{
-		foreach(lc, policies)
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		TtlPurgeState state;
+		TtlBatchResult result;
+		HeapTuple	tup;
+		Oid			owner;
+
+		if (!p->enabled)
+			continue;
+		tup = SearchSysCache1(RELOID, ObjectIdGetDatum(p->relid));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+		if (!has_privs_of_role(GetUserId(), owner))
+			continue;
+
+		memset(&state, 0, sizeof(state));
+		ttl_pass_begin(p, &state, now);
+		do
 		{
-			TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-			TtlPurgeState state;
-			TtlBatchResult result;
-			HeapTuple	tup;
-			Oid			owner;
-
-			if (!p->enabled)
-				continue;
-			tup = SearchSysCache1(RELOID, ObjectIdGetDatum(p->relid));
-			if (!HeapTupleIsValid(tup))
-				continue;
-			owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-			ReleaseSysCache(tup);
-			if (!has_privs_of_role(GetUserId(), owner))
-				continue;
-
-			memset(&state, 0, sizeof(state));
-			current = &state;
-			ttl_pass_begin(p, &state, now);
-			do
-			{
-				ttl_purge_batch(p, &state, &result);
-				ttl_stats_count_batch(MyDatabaseId, p, &result);
-				total += result.deleted;
-				CommandCounterIncrement();
-			} while (result.outcome == TTL_BATCH_MORE);
-			if (result.outcome == TTL_BATCH_DONE)
-				ttl_stats_count_pass(MyDatabaseId, p);
-			ttl_purge_state_reset(&state);
-			current = NULL;
-		}
+			ttl_purge_batch(p, &state, &result);
+			ttl_stats_count_batch(MyDatabaseId, p, &result);
+			total += result.deleted;
+			CommandCounterIncrement();
+		} while (result.outcome == TTL_BATCH_MORE);
+		if (result.outcome == TTL_BATCH_DONE)
+			ttl_stats_count_pass(MyDatabaseId, p);
 	}
-	PG_CATCH();
-	{
-		if (current != NULL)
-			ttl_purge_state_reset(current);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
 
 	SPI_finish();
 	return total;

@@ -61,6 +61,10 @@ typedef struct TtlSchedEntry
 	TtlPurgeState state;
 	TimestampTz next_check;		/* start the next pass at this time */
 	TimestampTz retry_after;	/* resting after an error until then */
+	bool		caught_up;		/* the last pass ended with nothing left */
+	bool		writes_known;	/* writes_seen is valid */
+	int64		writes_seen;	/* the table's inserts + updates (pgstat) when
+								 * the last pass began */
 } TtlSchedEntry;
 
 static MemoryContext PolicyContext = NULL;
@@ -125,7 +129,12 @@ ttl_worker_reload(void)
 				e->state = old->state;
 				e->retry_after = old->retry_after;
 				if (old->policy.expire_after == p->expire_after)
+				{
 					e->next_check = old->next_check;
+					e->caught_up = old->caught_up;
+					e->writes_known = old->writes_known;
+					e->writes_seen = old->writes_seen;
+				}
 				else
 					e->state.in_pass = false;
 				break;
@@ -269,6 +278,7 @@ ttl_worker_visit(TtlSchedEntry *e)
 		case TTL_BATCH_DONE:
 			ttl_stats_count_pass(MyDatabaseId, &e->policy);
 			ttl_worker_log_pass(e, relname, now);
+			e->caught_up = e->state.pass_skipped_locked == 0;
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 			/*
 			 * Wake for the next expiry, but start passes of one policy at
@@ -290,8 +300,39 @@ ttl_worker_visit(TtlSchedEntry *e)
 }
 
 /*
+ * ttl_table_writes
+ *		Inserts plus updates the cumulative statistics have counted for a
+ *		table, or -1 when they do not know (track_counts off, or never
+ *		touched).  Read with stats_fetch_consistency = none (set at worker
+ *		start), so the value is current and nothing is cached.
+ */
+static int64
+ttl_table_writes(Oid relid)
+{
+	PgStat_StatTabEntry *tab = pgstat_fetch_stat_tabentry(relid);
+	int64		writes;
+
+	if (tab == NULL)
+		return -1;
+	writes = tab->tuples_inserted + tab->tuples_updated;
+	pfree(tab);
+	return writes;
+}
+
+/*
  * ttl_worker_admit
  *		Start a pass for every enabled policy that is due.
+ *
+ * A policy is due at its next expiry, and at the latest ttl_index.max_sleep
+ * after its last pass, because rows can be inserted already expired (or
+ * expiring before the next known expiry).  That second kind of check is
+ * skipped when the table has had no insert or update since the last pass
+ * began: then nothing can have appeared.  With a thousand idle policies
+ * the worker reads a thousand counters a second instead of running a
+ * thousand transactions.  The counters reach shared memory when the
+ * writing session flushes them (within about a second, at most
+ * PGSTAT_IDLE_INTERVAL, 10 s, for a session that went idle right away);
+ * rows expiring at the known next expiry never wait for that.
  */
 static void
 ttl_worker_admit(TimestampTz now)
@@ -301,10 +342,28 @@ ttl_worker_admit(TimestampTz now)
 	foreach(lc, Schedule)
 	{
 		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+		int64		writes;
 
-		if (!e->state.in_pass && e->policy.enabled &&
-			now >= e->next_check && now >= e->retry_after)
-			ttl_pass_begin(&e->policy, &e->state, now);
+		if (e->state.in_pass || !e->policy.enabled ||
+			now < e->next_check || now < e->retry_after)
+			continue;
+
+		writes = ttl_table_writes(e->policy.relid);
+		if (e->caught_up && e->writes_known && writes >= 0 &&
+			writes == e->writes_seen &&
+			(e->state.next_expiry == 0 || e->state.next_expiry > now))
+		{
+			/* only the max_sleep re-check was due, and nothing changed */
+			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			if (e->state.next_expiry != 0 &&
+				!TIMESTAMP_NOT_FINITE(e->state.next_expiry))
+				e->next_check = Min(e->next_check, e->state.next_expiry);
+			continue;
+		}
+		e->writes_seen = writes;
+		e->writes_known = writes >= 0;
+		e->caught_up = false;
+		ttl_pass_begin(&e->policy, &e->state, now);
 	}
 }
 
@@ -398,6 +457,8 @@ ttl_worker_main(Datum main_arg)
 	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "ttl_index worker", PGC_SUSET, PGC_S_OVERRIDE);
+	/* live table counters for ttl_worker_admit, never a cached snapshot */
+	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
 

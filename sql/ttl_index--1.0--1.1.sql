@@ -1,4 +1,4 @@
-/* ttl_index--1.0--1.1.sql: from 1.0 to 1.1 (monitoring, and type checks) */
+/* ttl_index--1.0--1.1.sql: from 1.0 to 1.1 (monitoring, column type check, dump-safe index record) */
 
 -- A fresh CREATE EXTENSION of 1.1 runs ttl_index--1.0.sql and then this
 -- file: there is no separate full 1.1 script, so a new install and an
@@ -45,25 +45,15 @@ BEGIN
 	   AND a.attname <> p.column_name
 	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
 					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
-
-	-- ALTER COLUMN ... TYPE rebuilds the table's indexes under new OIDs
-	-- without a sql_drop event; find the index ttl_create_index made again
-	-- by the comment it put on it, which the rebuild keeps.
-	UPDATE @extschema@.ttl_index_policy p
-	   SET created_index =
-		   (SELECT i.indexrelid FROM pg_catalog.pg_index i
-			 WHERE i.indrelid = p.relid AND i.indkey[0] = p.attnum
-			   AND pg_catalog.obj_description(i.indexrelid, 'pg_class') =
-				   'created by ttl_index; dropped by ttl_drop_index()'
-			 ORDER BY i.indexrelid LIMIT 1)
-	 WHERE p.created_index IS NOT NULL
-	   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = p.created_index)
-	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
-					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
 END
 $$;
 
--- Mark the indexes 1.0 created, as 1.1 marks new ones (see above).
+-- The index ttl_create_index made is no longer recorded by OID in the
+-- catalog but by a comment on the index itself.  An OID column broke
+-- pg_dump: the catalog's data is restored before the indexes exist (and
+-- ALTER COLUMN ... TYPE rebuilds indexes under new OIDs).  Comments are
+-- dumped with their index and kept by rebuilds.  Mark the indexes 1.0 made,
+-- then drop the column.
 DO $$
 DECLARE
 	idx regclass;
@@ -76,6 +66,30 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	obj record;
+BEGIN
+	FOR obj IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
+		WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+	LOOP
+		IF obj.objsubid = 0 THEN
+			DELETE FROM @extschema@.ttl_index_policy WHERE relid = obj.objid;
+		ELSE
+			DELETE FROM @extschema@.ttl_index_policy
+			 WHERE relid = obj.objid AND attnum = obj.objsubid;
+		END IF;
+	END LOOP;
+END
+$$;
+
+ALTER TABLE @extschema@.ttl_index_policy DROP COLUMN created_index;
 
 -- ttl_index_stats gains expired_estimate and stats_reset.
 DROP VIEW @extschema@.ttl_index_stats;

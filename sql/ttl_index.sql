@@ -24,10 +24,12 @@ CREATE TABLE app.sessions (
 -- integer seconds; the policy id comes back, and an index is created
 SELECT ttl_create_index('app.sessions', 'created_at', 3600) AS policy_id \gset
 SELECT :policy_id > 0 AS has_id;
-SELECT indexrelid::regclass AS index, indisvalid
+-- the index says it is ttl_index's (that comment is what ttl_drop_index
+-- looks for, and it survives pg_dump and index rebuilds)
+SELECT indexrelid::regclass AS index, indisvalid,
+	   obj_description(indexrelid, 'pg_class') AS comment
   FROM pg_index WHERE indrelid = 'app.sessions'::regclass AND indkey[0] = 2;
-SELECT relid, column_name, attnum, expire_after, batch_size, enabled,
-	   created_index
+SELECT relid, column_name, attnum, expire_after, batch_size, enabled
   FROM ttl_index_policy;
 
 -- calling again changes the policy in place (same id), interval form,
@@ -75,7 +77,7 @@ CREATE TABLE app.tokens (token text, expires_at timestamptz);
 CREATE INDEX tokens_expires_at ON app.tokens (expires_at);
 SELECT ttl_create_index('app.tokens', 'expires_at', 0) > 0 AS ok;
 -- the existing index was reused, and is not marked as ours
-SELECT created_index FROM ttl_index_policy WHERE relid = 'app.tokens'::regclass;
+SELECT obj_description('app.tokens_expires_at'::regclass, 'pg_class') AS comment;
 INSERT INTO app.tokens VALUES ('past', now() - interval '1 second'),
 	('future', now() + interval '1 hour'), ('forever', 'infinity'), ('null', NULL);
 SELECT ttl_runner();
@@ -116,6 +118,14 @@ ALTER TABLE app.renamed DROP COLUMN created;
 SELECT count(*) FROM ttl_index_policy WHERE relid = 'app.renamed'::regclass;
 DROP TABLE app.daily;
 SELECT count(*) FROM ttl_index_policy WHERE column_name = 'day';
+
+-- without a usable index ttl_runner says so; calling ttl_create_index
+-- again makes one
+SELECT ttl_create_index('app.events', 'at', interval '1 day') > 0 AS ok;
+DROP INDEX app.events_at_ttl_idx;
+SELECT ttl_runner();
+SELECT ttl_create_index('app.events', 'at', interval '1 day') > 0 AS ok;
+SELECT ttl_runner();
 
 -- ttl_drop_index drops the index only if ttl_create_index made it
 SELECT ttl_drop_index('app.tokens', 'expires_at');

@@ -30,7 +30,9 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
+#include "commands/comment.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
@@ -44,6 +46,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "ttl_index.h"
 
@@ -257,11 +260,10 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	AttrNumber	attnum;
 	Form_pg_attribute att;
 	Oid			indexoid;
-	Oid			created = InvalidOid;
 	Oid			nsp;
 	char	   *relname;
 	char	   *sql;
-	Oid			argtypes[5] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, OIDOID};
+	Oid			argtypes[4] = {OIDOID, NAMEOID, INTERVALOID, INT4OID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	NameData	colnamedata;
@@ -302,7 +304,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 
 	SPI_connect();
 	if (!OidIsValid(indexoid))
-		created = ttl_api_create_btree(nsp, relname, NameStr(colnamedata));
+		ttl_api_create_btree(nsp, relname, NameStr(colnamedata));
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = NameGetDatum(&colnamedata);
@@ -311,21 +313,16 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 		nulls[3] = 'n';
 	else
 		values[3] = Int32GetDatum(PG_GETARG_INT32(3));
-	if (OidIsValid(created))
-		values[4] = ObjectIdGetDatum(created);
-	else
-		nulls[4] = 'n';
 
-	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size, created_index)"
-				   " VALUES ($1, $2, 0, $3, $4, $5)"
+	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
+				   " VALUES ($1, $2, 0, $3, $4)"
 				   " ON CONFLICT (relid, attnum) DO UPDATE"
 				   " SET expire_after = excluded.expire_after,"
 				   "     batch_size = excluded.batch_size,"
-				   "     column_name = excluded.column_name,"
-				   "     created_index = coalesce(excluded.created_index, p.created_index)"
+				   "     column_name = excluded.column_name"
 				   " RETURNING id",
 				   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, 5, argtypes, values, nulls);
+	ret = ttl_api_as_extension_owner(sql, 4, argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -392,6 +389,48 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 }
 
 /*
+ * ttl_api_created_index
+ *		The index of the table whose first key is the column and that bears
+ *		the comment ttl_create_index() puts on the indexes it makes, or
+ *		InvalidOid.  The comment, not an OID in the catalog, is the record:
+ *		it survives pg_dump and restore (where the catalog's data is loaded
+ *		before the indexes exist) and ALTER COLUMN ... TYPE (which rebuilds
+ *		indexes under new OIDs).
+ */
+static Oid
+ttl_api_created_index(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup;
+		bool		first_key;
+		char	   *comment;
+
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		first_key = ((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
+			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == attnum;
+		ReleaseSysCache(tup);
+		if (!first_key)
+			continue;
+		comment = GetComment(indexoid, RelationRelationId, 0);
+		if (comment != NULL && strcmp(comment, TTL_INDEX_COMMENT) == 0)
+		{
+			result = indexoid;
+			break;
+		}
+	}
+	list_free(indexes);
+	return result;
+}
+
+/*
  * ttl_drop_index(table regclass, column text) returns boolean
  *		Drop a policy, and the index if ttl_create_index() created it.
  */
@@ -406,8 +445,7 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 	Oid			argtypes[2] = {OIDOID, INT2OID};
 	Datum		values[2];
 	int			ret;
-	bool		isnull;
-	Datum		created;
+	Oid			created;
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
@@ -420,27 +458,24 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 	SPI_connect();
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int16GetDatum(attnum);
-	sql = psprintf("DELETE FROM %s WHERE relid = $1 AND attnum = $2"
-				   " RETURNING created_index::pg_catalog.oid",
+	sql = psprintf("DELETE FROM %s WHERE relid = $1 AND attnum = $2",
 				   ttl_catalog_relname());
 	ret = ttl_api_as_extension_owner(sql, 2, argtypes, values, NULL);
-	if (ret != SPI_OK_DELETE_RETURNING)
+	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "could not delete the TTL policy: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("table \"%s\" has no TTL policy on column \"%s\"",
 						RelationGetRelationName(rel), colname)));
-	created = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-	/* drop it only if it still is an index of this very table */
-	if (!isnull && OidIsValid(DatumGetObjectId(created)) &&
-		get_rel_relkind(DatumGetObjectId(created)) == RELKIND_INDEX &&
-		IndexGetRelation(DatumGetObjectId(created), true) == relid)
+	/* the index ttl_create_index made, known by its comment */
+	created = ttl_api_created_index(rel, attnum);
+	if (OidIsValid(created))
 	{
 		ObjectAddress obj;
 
-		ObjectAddressSet(obj, RelationRelationId, DatumGetObjectId(created));
+		ObjectAddressSet(obj, RelationRelationId, created);
 		performDeletion(&obj, DROP_RESTRICT, 0);
 	}
 

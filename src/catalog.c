@@ -124,8 +124,7 @@ ttl_load_policies(MemoryContext cxt)
 	int			ret;
 
 	sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
-				   " expire_after, coalesce(batch_size, 0), enabled,"
-				   " coalesce(created_index::pg_catalog.oid, 0)"
+				   " expire_after, coalesce(batch_size, 0), enabled"
 				   " FROM %s ORDER BY id",
 				   ttl_catalog_relname());
 	ret = SPI_execute(sql, true, 0);
@@ -151,7 +150,6 @@ ttl_load_policies(MemoryContext cxt)
 			ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
 		p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
-		p->created_index = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
 		result = lappend(result, p);
 		MemoryContextSwitchTo(old);
 	}

@@ -210,8 +210,9 @@ ttl_btree_proc(Relation irel, Oid typid, StrategyNumber strategy)
  *		Lock and open the table and its TTL index without waiting.
  *
  * Returns the outcome: TTL_BATCH_MORE when both are open, TTL_BATCH_LOCKED
- * when a lock was not free, TTL_BATCH_GONE when the table is gone.  Raises
- * an error when the policy cannot work (column type changed, index gone).
+ * when a lock was not free, TTL_BATCH_GONE when the table is gone,
+ * TTL_BATCH_NO_INDEX when it has no usable index.  Raises an error when the
+ * policy cannot work (column type changed).
  */
 static TtlBatchOutcome
 ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
@@ -253,13 +254,15 @@ ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
 				 errhint("Change the column back to timestamptz, timestamp or date, or drop the policy with ttl_drop_index().")));
 	t->typid = att->atttypid;
 
+	/*
+	 * No usable index is a state, not a failed batch: during a restore the
+	 * policy catalog is loaded before the indexes are built, and a worker
+	 * woken by it must not count errors.  The caller says so (see
+	 * ttl_purge_no_index_error).
+	 */
 	indexoid = ttl_find_index(t->rel, policy->attnum);
 	if (!OidIsValid(indexoid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("table %s has no usable btree index on column \"%s\"",
-						t->relname, NameStr(att->attname)),
-				 errhint("Call ttl_create_index() again to recreate the index.")));
+		return TTL_BATCH_NO_INDEX;
 	if (!ConditionalLockRelationOid(indexoid, AccessShareLock))
 		return TTL_BATCH_LOCKED;
 	t->irel = index_open(indexoid, NoLock);
@@ -278,6 +281,24 @@ ttl_close_table(TtlOpenTable *t)
 		index_close(t->irel, NoLock);
 	if (t->rel)
 		table_close(t->rel, NoLock);
+}
+
+/*
+ * ttl_purge_no_index_error
+ *		The error for a policy whose table has no usable index, for those
+ *		who report it as one (ttl_runner(), the worker's once-only warning).
+ */
+void
+ttl_purge_no_index_error(TtlPolicy *policy, int elevel)
+{
+	char	   *relname = get_rel_name(policy->relid);
+
+	ereport(elevel,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("table \"%s\" has no usable btree index on column \"%s\"",
+					relname ? relname : "?", policy->column_name),
+			 errdetail("Its expired rows are not deleted until there is one."),
+			 errhint("Call ttl_create_index() again to create the index.")));
 }
 
 /*

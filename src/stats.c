@@ -303,7 +303,9 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 	TtlStatsEntry *e = ttl_stats_entry(dboid, policy->id);
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (e == NULL)
+	/* a table that is gone or has no index was not visited at all */
+	if (e == NULL || result->outcome == TTL_BATCH_GONE ||
+		result->outcome == TTL_BATCH_NO_INDEX)
 		return;
 	SpinLockAcquire(&e->mutex);
 	if (result->outcome == TTL_BATCH_LOCKED && result->deleted == 0 &&

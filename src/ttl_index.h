@@ -68,7 +68,6 @@ typedef struct TtlPolicy
 	int64		expire_after;	/* microseconds */
 	int32		batch_size;		/* 0 = use ttl_index.batch_size */
 	bool		enabled;
-	Oid			created_index;	/* index the extension created, or InvalidOid */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
@@ -93,7 +92,8 @@ typedef enum TtlBatchOutcome
 	TTL_BATCH_MORE,				/* stopped at a row or time bound: more to do */
 	TTL_BATCH_DONE,				/* reached the cutoff: pass complete */
 	TTL_BATCH_LOCKED,			/* table, index or rows locked: come back later */
-	TTL_BATCH_GONE				/* table, column or index no longer usable */
+	TTL_BATCH_GONE,				/* table or column gone */
+	TTL_BATCH_NO_INDEX			/* no usable btree index on the column */
 } TtlBatchOutcome;
 
 typedef struct TtlPurgeState
@@ -127,6 +127,7 @@ typedef enum TtlProbeResult
 	TTL_PROBE_UNKNOWN			/* locked, gone or unusable: not looked at */
 } TtlProbeResult;
 
+extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
 extern TimestampTz ttl_key_expiry(Oid typid, Datum key, int64 expire_after);
 

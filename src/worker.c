@@ -62,6 +62,7 @@ typedef struct TtlSchedEntry
 	TimestampTz next_check;		/* start the next pass at this time */
 	TimestampTz retry_after;	/* resting after an error until then */
 	bool		caught_up;		/* the last pass ended with nothing left */
+	bool		warned_no_index;	/* said once that the index is missing */
 	bool		writes_known;	/* writes_seen is valid */
 	int64		writes_seen;	/* the table's inserts + updates (pgstat) when
 								 * the last pass began */
@@ -291,12 +292,27 @@ ttl_worker_visit(TtlSchedEntry *e)
 									Max(e->state.next_expiry,
 										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
 			break;
+		case TTL_BATCH_NO_INDEX:
+			/* warn once; during a restore the index comes moments later */
+			if (!e->warned_no_index)
+			{
+				SetCurrentStatementStartTimestamp();
+				StartTransactionCommand();
+				ttl_purge_no_index_error(&e->policy, WARNING);
+				CommitTransactionCommand();
+				e->warned_no_index = true;
+			}
+			e->state.in_pass = false;
+			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			break;
 		case TTL_BATCH_LOCKED:
 		case TTL_BATCH_GONE:
 			e->state.in_pass = false;
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 			break;
 	}
+	if (result.outcome != TTL_BATCH_NO_INDEX)
+		e->warned_no_index = false;
 }
 
 /*
@@ -535,6 +551,8 @@ ttl_run_all_in_transaction(void)
 		do
 		{
 			ttl_purge_batch(p, &state, &result);
+			if (result.outcome == TTL_BATCH_NO_INDEX)
+				ttl_purge_no_index_error(p, ERROR);
 			ttl_stats_count_batch(MyDatabaseId, p, &result);
 			total += result.deleted;
 			CommandCounterIncrement();

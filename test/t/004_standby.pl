@@ -70,7 +70,9 @@ INSERT INTO sessions VALUES (0, NULL, 'never');
 $primary->wait_for_catchup($standby);
 
 is($standby->safe_psql('app',
-	"SELECT relid::text, column_name, attnum, expire_after, created_index::text FROM ttl_index_policy"),
+	"SELECT relid::text, column_name, attnum, expire_after,
+			(SELECT i.indexrelid::regclass::text FROM pg_index i WHERE i.indrelid = p.relid)
+	   FROM ttl_index_policy p"),
 	'sessions|created_at|2|01:00:00|sessions_created_at_ttl_idx',
 	'policy created on the primary is on the standby');
 is($standby->safe_psql('app', "SELECT note, count(*) FROM sessions GROUP BY 1 ORDER BY 1"),

@@ -51,14 +51,17 @@ SELECT xact_commit > 0 FROM pg_stat_database WHERE datname = '$db'
 
 my @conn = ('-h', $node->host, '-p', $node->port);
 
-# The policies, as the catalog holds them: the table and index by name,
+# The policies, as the catalog holds them: the table by name, the index
+# ttl_create_index made (known by its comment) by name,
 # the column by name and by the name found at the stored column number (the
 # number itself differs when pg_dump closes the gap of a dropped column).
 my $policies_sql = q{
 SELECT p.relid::text, p.column_name,
 	   (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = p.relid AND a.attnum = p.attnum),
 	   p.expire_after, coalesce(p.batch_size::text, 'default'), p.enabled,
-	   coalesce(p.created_index::text, 'reused')
+	   coalesce((SELECT string_agg(i.indexrelid::regclass::text, ',') FROM pg_index i
+			 WHERE i.indrelid = p.relid AND i.indkey[0] = p.attnum
+			   AND obj_description(i.indexrelid, 'pg_class') = 'created by ttl_index; dropped by ttl_drop_index()'), 'reused')
   FROM ttl_index_policy p
  ORDER BY 1, 2};
 

@@ -120,9 +120,16 @@ sub same_objects
 			(map { "not in a fresh install: $_" } @extra)));
 }
 
+# the policies, in the columns every version has
 my $policies_sql = q{
-SELECT id, relid::text, column_name, attnum, expire_after, batch_size, enabled, created_index::text
+SELECT id, relid::text, column_name, attnum, expire_after, batch_size, enabled
   FROM ttl_index_policy ORDER BY id};
+
+# the indexes ttl_create_index made, known by their comment (1.1 and later;
+# 1.0 recorded them in ttl_index_policy.created_index, which 1.1 drops)
+my $made_indexes_sql = q{
+SELECT string_agg(indexrelid::regclass::text, ',' ORDER BY 1) FROM pg_index
+ WHERE obj_description(indexrelid, 'pg_class') = 'created by ttl_index; dropped by ttl_drop_index()'};
 
 my $default = $node->safe_psql('postgres',
 	"SELECT default_version FROM pg_available_extensions WHERE name = 'ttl_index'");
@@ -187,6 +194,8 @@ INSERT INTO tokens SELECT now() + interval '1 hour' FROM generate_series(1, 3);
 			$default, "$v: updated to $default");
 		same_objects([ fingerprint($db) ], \@fresh, "$v: updated extension equals a fresh install of $default");
 		is($node->safe_psql($db, $policies_sql), $before, "$v: policies survived the update");
+		is($node->safe_psql($db, $made_indexes_sql), 'sessions_created_at_ttl_idx',
+			"$v: the index ttl_create_index made is known as such after the update, the reused one is not");
 		is($node->safe_psql($db,
 			"SELECT string_agg(table_name::text || '.' || column_name, ',' ORDER BY policy_id) FROM ttl_index_stats"),
 			'sessions.created_at,tokens.expires_at', "$v: ttl_index_stats shows them");

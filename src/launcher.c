@@ -799,6 +799,27 @@ ttl_slot_progress_list(void)
 	return result;
 }
 
+/*
+ * ttl_slot_running_count
+ *		How many workers are attached to their slot now.
+ */
+int
+ttl_slot_running_count(void)
+{
+	int			n = 0;
+
+	if (TtlShared == NULL)
+		return 0;
+	LWLockAcquire(TtlShared->lock, LW_SHARED);
+	for (int i = 0; i < TtlShared->nslots; i++)
+	{
+		if (OidIsValid(TtlShared->slots[i].dboid) && TtlShared->slots[i].pid != 0)
+			n++;
+	}
+	LWLockRelease(TtlShared->lock);
+	return n;
+}
+
 /* ----------
  * Getting out of the way of DROP DATABASE and friends
  * ----------

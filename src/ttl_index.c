@@ -38,6 +38,7 @@ int			ttl_launcher_naptime = 5;
 int			ttl_max_databases = 64;
 int			ttl_max_policies = 10000;
 int			ttl_log_min_duration = 10000;
+int			ttl_rate_limit = 0;
 
 bool		ttl_preloaded = false;
 
@@ -105,6 +106,13 @@ _PG_init(void)
 							NULL,
 							&ttl_launcher_naptime, 5, 1, 3600,
 							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.rate_limit",
+							"Most rows per second the background workers delete, all databases together.",
+							"0 means no limit.  Each running worker gets an equal share.  ttl_runner() is not limited.",
+							&ttl_rate_limit, 0, 0, INT_MAX,
+							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("ttl_index.log_min_duration",

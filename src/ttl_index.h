@@ -51,6 +51,7 @@ extern int	ttl_launcher_naptime;	/* s */
 extern int	ttl_max_databases;
 extern int	ttl_max_policies;
 extern int	ttl_log_min_duration;	/* ms, -1 = off */
+extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */
 
 /* true when loaded through shared_preload_libraries (shared memory exists) */
 extern bool ttl_preloaded;
@@ -200,6 +201,7 @@ extern void ttl_slot_batch_end(TtlPurgeState *state);
 
 /* Everyone may read the slots. */
 extern List *ttl_slot_progress_list(void);
+extern int	ttl_slot_running_count(void);
 
 /* ----------
  * Worker (worker.c)

@@ -68,6 +68,8 @@ typedef struct TtlSchedEntry
 								 * the last pass began */
 } TtlSchedEntry;
 
+static double ttl_worker_rate(void);
+
 static MemoryContext PolicyContext = NULL;
 static List *Schedule = NIL;	/* of TtlSchedEntry */
 static uint32 LoadedGeneration = 0;
@@ -196,7 +198,7 @@ ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
  *		handling described at the top of this file.
  */
 static void
-ttl_worker_visit(TtlSchedEntry *e)
+ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 {
 	TtlBatchResult result;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -204,7 +206,13 @@ ttl_worker_visit(TtlSchedEntry *e)
 	char		relname[TTL_QUALNAME_LEN];
 
 	memset(&result, 0, sizeof(result));
+	*deleted = 0;
 	snprintf(relname, sizeof(relname), "with OID %u", e->policy.relid);
+
+	/* under a rate limit, no batch takes more than a fifth of a second's worth */
+	if (ttl_worker_rate() > 0)
+		e->state.row_limit = Min(e->state.row_limit,
+								 Max((int32) (ttl_worker_rate() / 5), 16));
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -270,6 +278,7 @@ ttl_worker_visit(TtlSchedEntry *e)
 	ttl_slot_batch_end(&e->state);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
+	*deleted = result.deleted;
 	now = GetCurrentTimestamp();
 
 	switch (result.outcome)
@@ -399,6 +408,69 @@ ttl_worker_interrupted(void)
 }
 
 /*
+ * Rate limit (ttl_index.rate_limit): a token bucket of rows, refilled at
+ * this worker's share of the limit and holding at most one second of it,
+ * so that the limit holds over any window of a few seconds.  The share is
+ * the limit divided by the number of workers running, since the setting is
+ * for the whole cluster.
+ */
+static double RateTokens = 0;
+static TimestampTz RateRefilledAt = 0;
+
+/*
+ * ttl_worker_rate
+ *		This worker's rows per second, or 0 for no limit.
+ */
+static double
+ttl_worker_rate(void)
+{
+	if (ttl_rate_limit <= 0)
+		return 0;
+	return (double) ttl_rate_limit / Max(ttl_slot_running_count(), 1);
+}
+
+/*
+ * ttl_worker_throttle
+ *		Account for the rows a batch deleted, and sleep while the bucket is
+ *		in debt.  Returns false when interrupted (catalog changed, told to
+ *		leave): the caller goes back to its main loop.
+ */
+static bool
+ttl_worker_throttle(int64 deleted)
+{
+	double		rate = ttl_worker_rate();
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (rate <= 0)
+	{
+		RateRefilledAt = 0;
+		return true;
+	}
+	if (RateRefilledAt == 0)
+		RateTokens = rate;
+	else
+		RateTokens = Min(rate, RateTokens + rate * (now - RateRefilledAt) / 1000000.0);
+	RateRefilledAt = now;
+	RateTokens -= deleted;
+
+	while (RateTokens < 0)
+	{
+		long		ms = (long) (-RateTokens / rate * 1000.0) + 1;
+
+		ttl_slot_set_phase("rate limited");
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (ttl_worker_interrupted())
+			return false;
+		now = GetCurrentTimestamp();
+		RateTokens = Min(rate, RateTokens + rate * (now - RateRefilledAt) / 1000000.0);
+		RateRefilledAt = now;
+	}
+	return true;
+}
+
+/*
  * ttl_worker_run
  *		Serve every due policy, round-robin, until none is in a pass.
  *		Returns how long to sleep, in milliseconds.
@@ -409,6 +481,7 @@ ttl_worker_run(void)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz wake;
 	ListCell   *lc;
+	int64		deleted;
 
 	ttl_worker_admit(now);
 	for (;;)
@@ -422,8 +495,8 @@ ttl_worker_run(void)
 			if (!e->state.in_pass)
 				continue;
 			any = true;
-			ttl_worker_visit(e);
-			if (ttl_worker_interrupted())
+			ttl_worker_visit(e, &deleted);
+			if (ttl_worker_interrupted() || !ttl_worker_throttle(deleted))
 				return 0;
 		}
 		if (!any)

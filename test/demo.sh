@@ -17,17 +17,8 @@ if [ "$(id -u)" = 0 ]; then
 	exec su postgres -s /bin/bash -c "bash '$here/test/demo.sh'"
 fi
 
-dir=$(mktemp -d /tmp/ttl_index_demo.XXXXXX)
-trap '$PGBIN/pg_ctl -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-$PGBIN/initdb -D "$dir/data" -A trust -U postgres >/dev/null
-cat >> "$dir/data/postgresql.conf" <<CONF
-port = 55499
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'ttl_index'
-ttl_index.log_min_duration = 0
-CONF
-$PGBIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
+ttl_scratch_server demo 55499 "ttl_index.log_min_duration = 0"
+# the demo shows query results with their headers
 psql="$PGBIN/psql -X -q -h $dir -p 55499 -U postgres -d postgres"
 
 echo "== a table of sessions; each row lives 2 seconds after its created_at"

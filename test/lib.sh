@@ -29,3 +29,25 @@ ttl_root_setup() {
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config install
 }
+
+# ttl_scratch_server NAME PORT [LINE...]: as the postgres user, create a
+# throwaway server with ttl_index preloaded in a new directory under /tmp,
+# append the given postgresql.conf lines, start it, and remove it all when
+# the script exits.  Sets "dir" (data/ and log inside) and "psql" (quiet,
+# unaligned, tuples only) for the caller.
+ttl_scratch_server() {
+	local name=$1 port=$2 line
+	shift 2
+	dir=$(mktemp -d "/tmp/ttl_index_$name.XXXXXX")
+	trap '$PGBIN/pg_ctl -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+	$PGBIN/initdb -D "$dir/data" -A trust -U postgres >/dev/null
+	{
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$dir'"
+		echo "shared_preload_libraries = 'ttl_index'"
+		for line in "$@"; do echo "$line"; done
+	} >> "$dir/data/postgresql.conf"
+	$PGBIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
+	psql="$PGBIN/psql -X -q -At -h $dir -p $port -U postgres -d postgres"
+}

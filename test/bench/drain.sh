@@ -16,23 +16,9 @@ if [ "$(id -u)" = 0 ]; then
 	ttl_root_setup "$here" bc >/dev/null
 	exec su postgres -s /bin/bash -c "bash '$here/test/bench/drain.sh' $rows"
 fi
-dir=$(mktemp -d /tmp/ttl_index_bench.XXXXXX)
-trap '$PGBIN/pg_ctl -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-$PGBIN/initdb -D "$dir/data" -A trust -U postgres >/dev/null
-cat >> "$dir/data/postgresql.conf" <<CONF
-port = 55498
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'ttl_index'
-ttl_index.enabled = off
-shared_buffers = 1GB
-max_wal_size = 8GB
-checkpoint_timeout = 30min
-autovacuum = off
-ttl_index.log_min_duration = 0
-CONF
-$PGBIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
-psql="$PGBIN/psql -X -q -At -h $dir -p 55498 -U postgres -d postgres"
+ttl_scratch_server bench 55498 "ttl_index.enabled = off" "shared_buffers = 1GB" \
+	"max_wal_size = 8GB" "checkpoint_timeout = 30min" "autovacuum = off" \
+	"ttl_index.log_min_duration = 0"
 $psql -c "CREATE EXTENSION ttl_index"
 for t in delete pgcron runner worker; do
 	$psql <<SQL

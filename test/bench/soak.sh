@@ -17,17 +17,7 @@ if [ "$(id -u)" = 0 ]; then
 	ttl_root_setup "$here" >/dev/null
 	exec su postgres -s /bin/bash -c "bash '$here/test/bench/soak.sh' $seconds $rate"
 fi
-dir=$(mktemp -d /tmp/ttl_index_soak.XXXXXX)
-trap '$PGBIN/pg_ctl -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-$PGBIN/initdb -D "$dir/data" -A trust -U postgres >/dev/null
-cat >> "$dir/data/postgresql.conf" <<CONF
-port = 55497
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'ttl_index'
-CONF
-$PGBIN/pg_ctl -D "$dir/data" -l "$dir/log" -w start >/dev/null
-psql="$PGBIN/psql -X -q -At -h $dir -p 55497 -U postgres -d postgres"
+ttl_scratch_server soak 55497
 $psql <<'SQL'
 CREATE EXTENSION ttl_index;
 CREATE TABLE soak (id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL, payload text);

@@ -277,6 +277,14 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 
 	ttl_slot_batch_end(&e->state);
 	pgstat_report_activity(STATE_IDLE, NULL);
+
+	/*
+	 * Hand our table counters (tuples deleted, dead tuples) to the
+	 * cumulative statistics, as a backend does when idle: autovacuum decides
+	 * when to vacuum the table from them.  At most once a second; a
+	 * background worker that never calls this reports only at exit.
+	 */
+	pgstat_report_stat(false);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
 	*deleted = result.deleted;
 	now = GetCurrentTimestamp();
@@ -573,6 +581,8 @@ ttl_worker_main(Datum main_arg)
 
 		if (sleep_ms > 0)
 		{
+			/* report what is still pending before a sleep */
+			pgstat_report_stat(true);
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 Min(sleep_ms, (long) ttl_max_sleep),

@@ -39,6 +39,11 @@ SELECT batches >= 1, passes >= 1, errors, last_error IS NULL, lag, expired_estim
 	't|t|0|t|00:00:00|0|t|t|t|t',
 	'counters, lag, estimate and next expiry after the purge');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM known'), '10', 'unexpired rows kept');
+# the worker reports its deletes to the cumulative statistics while it runs
+# (not only at exit): autovacuum decides from these counts when to vacuum
+ok($node->poll_query_until('postgres',
+		"SELECT n_tup_del = 25000 FROM pg_stat_user_tables WHERE relname = 'known'"),
+	'pg_stat_user_tables counts the rows the worker deleted');
 
 ok($node->wait_for_log(qr/LOG:  ttl_index: deleted 25000 rows from public\.known in \d+ ms/),
 	'the pass is summarised in the log (log_min_duration = 0)');

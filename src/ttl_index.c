@@ -29,6 +29,7 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 bool		ttl_enabled = true;
+bool		ttl_synchronous_commit = true;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
 int			ttl_max_sleep = 1000;
@@ -61,6 +62,15 @@ _PG_init(void)
 							 "Whether the background workers delete expired rows.",
 							 "When off, the workers keep running but delete nothing.",
 							 &ttl_enabled, true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ttl_index.synchronous_commit",
+							 "Whether the workers wait for each batch's commit to reach disk.",
+							 "When off, batches commit as with synchronous_commit = off: faster, but a crash can undo "
+							 "the batches of its last moments (never part of one); their rows, still expired, are "
+							 "deleted again after the restart.",
+							 &ttl_synchronous_commit, true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 

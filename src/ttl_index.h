@@ -42,6 +42,7 @@
  * ----------
  */
 extern bool ttl_enabled;
+extern bool ttl_synchronous_commit;
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
 extern int	ttl_max_sleep;			/* ms */

@@ -216,6 +216,9 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	if (!ttl_synchronous_commit)
+		(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
+								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	PG_TRY();
 	{
 		char	   *name = get_rel_name(e->policy.relid);

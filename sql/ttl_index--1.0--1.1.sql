@@ -54,12 +54,16 @@ $$;
 -- ALTER COLUMN ... TYPE rebuilds indexes under new OIDs).  Comments are
 -- dumped with their index and kept by rebuilds.  Mark the indexes 1.0 made,
 -- then drop the column.
+-- (1.0 could keep the OID of an index REINDEX CONCURRENTLY or ALTER COLUMN
+-- TYPE had replaced: only indexes that still exist are marked.)
 DO $$
 DECLARE
 	idx regclass;
 BEGIN
-	FOR idx IN SELECT created_index FROM @extschema@.ttl_index_policy
-				WHERE created_index IS NOT NULL
+	FOR idx IN SELECT c.oid::pg_catalog.regclass
+				 FROM @extschema@.ttl_index_policy p
+				 JOIN pg_catalog.pg_class c
+				   ON c.oid = p.created_index::pg_catalog.oid AND c.relkind = 'i'
 	LOOP
 		EXECUTE pg_catalog.format('COMMENT ON INDEX %s IS %L', idx,
 								  'created by ttl_index; dropped by ttl_drop_index()');

@@ -193,6 +193,21 @@ GRANT DELETE ON app.nodelete TO ttl_owner;
 RESET ROLE;
 SELECT ttl_runner();
 SELECT count(*) FROM app.nodelete;
+-- as for any DELETE: not in a read-only transaction, and not from a table
+-- published with deletes but without a replica identity (the subscribers
+-- would never hear of them)
+BEGIN READ ONLY;
+SELECT ttl_runner();
+ROLLBACK;
+INSERT INTO app.nodelete VALUES (now() - interval '1 hour');
+SET client_min_messages = error;	-- wal_level may be too low to publish: no matter
+CREATE PUBLICATION ttl_pub FOR TABLE app.nodelete;
+RESET client_min_messages;
+SELECT ttl_runner();
+SELECT count(*) FROM app.nodelete;
+ALTER TABLE app.nodelete REPLICA IDENTITY FULL;
+SELECT ttl_runner();
+DROP PUBLICATION ttl_pub;
 SET ROLE ttl_owner;
 SELECT ttl_drop_index('app.nodelete', 'ts');
 DROP TABLE app.nodelete;

@@ -212,10 +212,11 @@ ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 
 /*
  * ttl_api_create_btree
- *		Create a btree index on the column, as the caller, and return its
- *		OID.  The name is <table>_<column>_ttl_idx, made unique if taken.
+ *		Create a btree index on the column, as the caller, and mark it as
+ *		ttl_index's.  The name is <table>_<column>_ttl_idx, made unique if
+ *		taken.
  */
-static Oid
+static void
 ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 {
 	char	   *idxname;
@@ -232,9 +233,9 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 		elog(ERROR, "could not create index: %s", SPI_result_code_string(ret));
 
 	/*
-	 * The comment marks the index as ours.  ALTER TABLE ... ALTER COLUMN
-	 * TYPE rebuilds indexes under new OIDs but keeps their comments, and the
-	 * ALTER TABLE event trigger finds our index again by it.
+	 * The comment marks the index as ours; ttl_drop_index() finds it by it
+	 * (see ttl_api_created_index).  pg_dump and the rebuilds of ALTER TABLE
+	 * ... ALTER COLUMN TYPE keep comments, not OIDs.
 	 */
 	sql = psprintf("COMMENT ON INDEX %s IS %s",
 				   quote_qualified_identifier(get_namespace_name(nsp), idxname),
@@ -243,7 +244,6 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not comment on index: %s", SPI_result_code_string(ret));
 	CommandCounterIncrement();
-	return get_relname_relid(idxname, nsp);
 }
 
 /*

@@ -246,6 +246,8 @@ ttl_launcher_sync_slots(List *databases, BackgroundWorkerHandle **handles)
 {
 	static bool warned_full = false;
 	ListCell   *lc;
+	Oid		   *gone = palloc(sizeof(Oid) * TtlShared->nslots);
+	int			ngone = 0;
 
 	LWLockAcquire(TtlShared->lock, LW_EXCLUSIVE);
 
@@ -266,6 +268,7 @@ ttl_launcher_sync_slots(List *databases, BackgroundWorkerHandle **handles)
 		}
 		if (!present && !slot->worker_running)
 		{
+			gone[ngone++] = slot->dboid;
 			memset(slot, 0, sizeof(TtlDbSlot));
 			if (handles[i])
 			{
@@ -303,6 +306,11 @@ ttl_launcher_sync_slots(List *databases, BackgroundWorkerHandle **handles)
 	}
 
 	LWLockRelease(TtlShared->lock);
+
+	/* the counters of dropped databases go with them */
+	for (int i = 0; i < ngone; i++)
+		ttl_stats_forget_others(gone[i], NIL);
+	pfree(gone);
 }
 
 /*
@@ -698,7 +706,6 @@ ttl_slot_set_phase(const char *phase)
 		p->phase_since = GetCurrentTimestamp();
 	}
 	p->policy_id = 0;
-	p->relid = InvalidOid;
 	p->relname[0] = '\0';
 	p->pass_started = 0;
 	p->pass_rows = 0;
@@ -730,7 +737,6 @@ ttl_slot_batch_begin(TtlPolicy *policy, TtlPurgeState *state,
 		p->phase_since = now;
 	}
 	p->policy_id = policy->id;
-	p->relid = policy->relid;
 	strlcpy(p->relname, relname, TTL_QUALNAME_LEN);
 	p->pass_started = state->now;
 	p->pass_rows = state->pass_rows;

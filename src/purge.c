@@ -32,15 +32,16 @@
  *	  behave exactly as for a DELETE by the owner.
  *
  * The caller owns the transaction: the worker runs each batch in its own,
- * ttl_runner() runs all batches in the caller's.  Locks taken here are held
- * until that transaction ends.
+ * ttl_runner() runs all batches in the caller's.  The batch's locks are held
+ * until that transaction ends (ttl_probe_oldest, a read-only look for the
+ * stats view, releases its own at once).
  *
  * Why a DELETE by TID and not "DELETE ... WHERE ts < cutoff LIMIT n": the
  * rows a batch deletes are the ones its own scan found, so the planner never
  * chooses how to find them (no sequential scan per batch), and the next
  * batch resumes from the last key instead of re-reading the index entries
- * of rows already deleted.  The DELETE plan is generic (prepared once per
- * policy); its TID array parameter makes it a TID scan.
+ * of rows already deleted.  On the executor path the DELETE plan is generic
+ * (prepared for each batch); its TID array parameter makes it a TID scan.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,6 +59,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "common/int.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -184,7 +186,10 @@ ttl_key_expiry(Oid typid, Datum key, int64 expire_after)
 	}
 	if (TIMESTAMP_NOT_FINITE(ts))
 		return ts;
-	return ts + expire_after;
+	/* keys within expire_after of the end of time never expire */
+	if (pg_add_s64_overflow(ts, expire_after, &ts))
+		return DT_NOEND;
+	return ts;
 }
 
 /*
@@ -295,8 +300,11 @@ ttl_purge_no_index_error(TtlPolicy *policy, int elevel)
 
 	ereport(elevel,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("table \"%s\" has no usable btree index on column \"%s\"",
-					relname ? relname : "?", policy->column_name),
+			 errmsg("table %s has no usable btree index on column \"%s\"",
+					relname ?
+					quote_qualified_identifier(get_namespace_name(get_rel_namespace(policy->relid)),
+											   relname) : "?",
+					policy->column_name),
 			 errdetail("Its expired rows are not deleted until there is one."),
 			 errhint("Call ttl_create_index() again to create the index.")));
 }
@@ -343,6 +351,12 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
 		return false;
 	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
 		return false;
+
+	/*
+	 * As the executor does for any DELETE: a table published with deletes
+	 * must have a replica identity, or the subscribers would miss them.
+	 */
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
 
 	/* DELETE on the table, SELECT on the column (or the whole table) */
 	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE);
@@ -493,6 +507,9 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	memset(result, 0, sizeof(TtlBatchResult));
 	INSTR_TIME_SET_CURRENT(start);
 
+	/* the direct path bypasses the executor's check of this */
+	PreventCommandIfReadOnly("DELETE");
+
 	result->outcome = ttl_open_table(policy, &t);
 	if (result->outcome != TTL_BATCH_MORE)
 	{
@@ -618,6 +635,9 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 			elog(ERROR, "purge of %s failed: %s", t.relname,
 				 SPI_result_code_string(ret));
 		result->deleted = SPI_processed;
+		/* ttl_runner() runs many batches in one SPI connection */
+		SPI_freeplan(plan);
+		pfree(DatumGetPointer(values[0]));
 		pfree(tiddatums);
 	}
 	if (tids != NULL)

@@ -32,9 +32,9 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_control.h"
 #include "common/controldata_utils.h"
-#include "catalog/pg_class.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -171,6 +171,7 @@ ttl_stats_load(void)
 				break;
 			rec.c.last_error[TTL_ERROR_LEN - 1] = '\0';
 			entry->c = rec.c;
+			LWLockRelease(TtlStatsLock);
 		}
 	}
 	else
@@ -248,7 +249,10 @@ error:
 
 /*
  * ttl_stats_entry
- *		The entry of a policy, created on first use.  NULL when there is no
+ *		The entry of a policy, created on first use, returned with
+ *		TtlStatsLock held: the caller updates it under its spinlock and then
+ *		releases TtlStatsLock, so that ttl_stats_forget_others() cannot free
+ *		the entry meanwhile.  NULL, with no lock held, when there is no
  *		shared memory or the table is full (then the policy is not counted,
  *		and a warning says so once per process).
  */
@@ -269,20 +273,24 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 
 	LWLockAcquire(TtlStatsLock, LW_SHARED);
 	entry = hash_search(TtlStatsHash, &key, HASH_FIND, NULL);
-	LWLockRelease(TtlStatsLock);
 	if (entry != NULL)
 		return entry;
+	LWLockRelease(TtlStatsLock);
 
 	LWLockAcquire(TtlStatsLock, LW_EXCLUSIVE);
 	entry = hash_search(TtlStatsHash, &key, HASH_ENTER_NULL, &found);
-	if (entry != NULL && !found)
+	if (entry != NULL)
 	{
-		memset(&entry->c, 0, sizeof(TtlStatsCounters));
-		SpinLockInit(&entry->mutex);
+		if (!found)
+		{
+			memset(&entry->c, 0, sizeof(TtlStatsCounters));
+			SpinLockInit(&entry->mutex);
+		}
+		return entry;
 	}
 	LWLockRelease(TtlStatsLock);
 
-	if (entry == NULL && !warned)
+	if (!warned)
 	{
 		ereport(WARNING,
 				(errmsg("ttl_index: more policies than ttl_index.max_policies (%d); some are not counted in ttl_index_stats",
@@ -290,7 +298,7 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 				 errhint("Raise ttl_index.max_policies and restart the server.")));
 		warned = true;
 	}
-	return entry;
+	return NULL;
 }
 
 /*
@@ -300,12 +308,14 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 void
 ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 {
-	TtlStatsEntry *e = ttl_stats_entry(dboid, policy->id);
+	TtlStatsEntry *e;
 	TimestampTz now = GetCurrentTimestamp();
 
 	/* a table that is gone or has no index was not visited at all */
-	if (e == NULL || result->outcome == TTL_BATCH_GONE ||
-		result->outcome == TTL_BATCH_NO_INDEX)
+	if (result->outcome == TTL_BATCH_GONE || result->outcome == TTL_BATCH_NO_INDEX)
+		return;
+	e = ttl_stats_entry(dboid, policy->id);
+	if (e == NULL)
 		return;
 	SpinLockAcquire(&e->mutex);
 	if (result->outcome == TTL_BATCH_LOCKED && result->deleted == 0 &&
@@ -318,6 +328,7 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 	e->c.time_spent_ms += result->elapsed_ms;
 	e->c.last_run = now;
 	SpinLockRelease(&e->mutex);
+	LWLockRelease(TtlStatsLock);
 }
 
 /*
@@ -334,6 +345,7 @@ ttl_stats_count_pass(Oid dboid, TtlPolicy *policy)
 	SpinLockAcquire(&e->mutex);
 	e->c.passes++;
 	SpinLockRelease(&e->mutex);
+	LWLockRelease(TtlStatsLock);
 }
 
 /*
@@ -353,12 +365,14 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, const char *message)
 	e->c.last_error_at = now;
 	strlcpy(e->c.last_error, message ? message : "", TTL_ERROR_LEN);
 	SpinLockRelease(&e->mutex);
+	LWLockRelease(TtlStatsLock);
 }
 
 /*
  * ttl_stats_forget_others
- *		Remove the counters of this database's policies that no longer
- *		exist (policy ids are never reused within a database).
+ *		Remove the counters of a database's policies that are not in the
+ *		list (all of them for NIL: the extension or the database is gone,
+ *		and a new CREATE EXTENSION starts its policy ids at 1 again).
  */
 void
 ttl_stats_forget_others(Oid dboid, List *policies)
@@ -416,8 +430,8 @@ ttl_stats_may_see(Oid relid)
 
 /*
  * ttl_stats_reset
- *		Zero the counters of the given policies of a database (all of its
- *		policies when policy_ids is NIL) and stamp the reset time.
+ *		Zero the counters of the given policies of a database and stamp the
+ *		reset time.
  */
 void
 ttl_stats_reset(Oid dboid, List *policy_ids)
@@ -438,6 +452,7 @@ ttl_stats_reset(Oid dboid, List *policy_ids)
 		memset(&e->c, 0, sizeof(TtlStatsCounters));
 		e->c.stats_reset = now;
 		SpinLockRelease(&e->mutex);
+		LWLockRelease(TtlStatsLock);
 	}
 }
 
@@ -466,15 +481,16 @@ ttl_index_stats_reset(PG_FUNCTION_ARGS)
 		if (!OidIsValid(relid) || p->relid == relid)
 			ids = lappend_int(ids, p->id);
 	}
-	SPI_finish();
-
+	/* before SPI_finish(): the list lives in SPI's memory */
 	ttl_stats_reset(MyDatabaseId, ids);
+	SPI_finish();
 	PG_RETURN_VOID();
 }
 
 PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
 
 #define TTL_STATS_COLS	15
+#define TTL_STATS_COLS_1_0	13
 
 /*
  * ttl_index_policy_stats
@@ -601,6 +617,20 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			nulls[i] = true;
 		i++;
 		Assert(i == TTL_STATS_COLS);
+
+		/*
+		 * Between installing a newer library and ALTER EXTENSION UPDATE, the
+		 * 1.0 function still asks for 13 columns: leave out the two 1.1 added
+		 * (expired_estimate, stats_reset).
+		 */
+		if (rsinfo->setDesc->natts == TTL_STATS_COLS_1_0)
+		{
+			values[TTL_STATS_COLS - 3] = values[TTL_STATS_COLS - 2];
+			nulls[TTL_STATS_COLS - 3] = nulls[TTL_STATS_COLS - 2];
+		}
+		else if (rsinfo->setDesc->natts != TTL_STATS_COLS)
+			elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
+				 rsinfo->setDesc->natts);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -66,7 +66,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("ttl_index.synchronous_commit",
-							 "Whether the workers wait for each batch's commit to reach disk.",
+							 "Whether the workers' batches follow synchronous_commit, or commit without waiting for the WAL flush.",
 							 "When off, batches commit as with synchronous_commit = off: faster, but a crash can undo "
 							 "the batches of its last moments (never part of one); their rows, still expired, are "
 							 "deleted again after the restart.",

@@ -170,7 +170,8 @@ extern void ttl_utility_hook_install(void);
  * ttl_index_progress.  Times are 0 when not applicable.
  */
 #define TTL_PHASE_LEN		24
-#define TTL_QUALNAME_LEN	(2 * NAMEDATALEN + 8)
+/* schema.table, both quoted: every character may be a doubled quote */
+#define TTL_QUALNAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
 
 typedef struct TtlProgress
 {
@@ -178,10 +179,10 @@ typedef struct TtlProgress
 	NameData	datname;
 	int			pid;
 	char		phase[TTL_PHASE_LEN];	/* "starting", "reading policies",
-										 * "deleting", "sleeping" */
+										 * "deleting", "rate limited",
+										 * "sleeping" */
 	TimestampTz phase_since;
 	int32		policy_id;		/* 0 unless deleting */
-	Oid			relid;
 	char		relname[TTL_QUALNAME_LEN];	/* qualified and quoted */
 	TimestampTz pass_started;
 	int64		pass_rows;		/* deleted in this pass, before this batch */

@@ -16,6 +16,12 @@
  * after that (rows can be inserted already expired).  The worker sleeps
  * until the earliest due time, or until the catalog changes.
  *
+ * A policy whose last pass found nothing left and whose table nobody has
+ * written to since is not re-checked before its next expiry (see
+ * ttl_worker_admit); ttl_index.rate_limit makes the worker wait between
+ * batches (ttl_worker_throttle); the worker reports its table counters to
+ * the cumulative statistics as it goes, for autovacuum.
+ *
  * Failure handling (as autovacuum does per table): an error in a batch is
  * logged with the table in its context, counted in the stats, the
  * transaction is rolled back, the policy rests ttl_index.error_delay, and
@@ -54,6 +60,8 @@
 #define TTL_RELOAD_EVERY_MS		60000
 /* shortest time between the end of a pass and the start of the next */
 #define TTL_MIN_PASS_GAP_MS		100
+/* longest time a policy goes without a pass, whatever the counters say */
+#define TTL_IDLE_PASS_EVERY_MS	60000
 
 typedef struct TtlSchedEntry
 {
@@ -66,6 +74,7 @@ typedef struct TtlSchedEntry
 	bool		writes_known;	/* writes_seen is valid */
 	int64		writes_seen;	/* the table's inserts + updates (pgstat) when
 								 * the last pass began */
+	TimestampTz last_pass_at;	/* when the last pass began */
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
@@ -74,6 +83,16 @@ static MemoryContext PolicyContext = NULL;
 static List *Schedule = NIL;	/* of TtlSchedEntry */
 static uint32 LoadedGeneration = 0;
 static TimestampTz LoadedAt = 0;
+
+/*
+ * Rate limit (ttl_index.rate_limit): a token bucket of rows, refilled at
+ * this worker's share of the limit and holding at most one second of it,
+ * so that the limit holds over any window of a few seconds.  The share is
+ * the limit divided by the number of workers running, since the setting is
+ * for the whole cluster.
+ */
+static double RateTokens = 0;
+static TimestampTz RateRefilledAt = 0;
 
 /*
  * ttl_worker_reload
@@ -100,6 +119,8 @@ ttl_worker_reload(void)
 	if (!OidIsValid(ttl_catalog_namespace(true)))
 	{
 		ttl_slot_report_extension(false);
+		/* a later CREATE EXTENSION starts policy ids at 1 again */
+		ttl_stats_forget_others(MyDatabaseId, NIL);
 		ereport(DEBUG1,
 				(errmsg("ttl_index worker exiting: extension not installed in database \"%s\"",
 						get_database_name(MyDatabaseId))));
@@ -137,6 +158,8 @@ ttl_worker_reload(void)
 					e->caught_up = old->caught_up;
 					e->writes_known = old->writes_known;
 					e->writes_seen = old->writes_seen;
+					e->warned_no_index = old->warned_no_index;
+					e->last_pass_at = old->last_pass_at;
 				}
 				else
 					e->state.in_pass = false;
@@ -187,7 +210,7 @@ ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
 			(errmsg("ttl_index: deleted " INT64_FORMAT " rows from %s in %ld ms",
 					e->state.pass_rows, relname, ms),
 			 errdetail("Column %s, " INT64_FORMAT " batches, " INT64_FORMAT " rows skipped because another transaction had them locked.",
-					   quote_identifier(e->policy.column_name),
+					   e->policy.column_name,
 					   e->state.pass_batches,
 					   e->state.pass_skipped_locked)));
 }
@@ -204,15 +227,16 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz now;
 	char		relname[TTL_QUALNAME_LEN];
+	double		rate;
 
 	memset(&result, 0, sizeof(result));
 	*deleted = 0;
 	snprintf(relname, sizeof(relname), "with OID %u", e->policy.relid);
 
 	/* under a rate limit, no batch takes more than a fifth of a second's worth */
-	if (ttl_worker_rate() > 0)
-		e->state.row_limit = Min(e->state.row_limit,
-								 Max((int32) (ttl_worker_rate() / 5), 16));
+	rate = ttl_worker_rate();
+	if (rate > 0)
+		e->state.row_limit = Min(e->state.row_limit, Max((int32) (rate / 5), 16));
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -248,6 +272,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 
 		e->state.in_pass = false;
 		now = GetCurrentTimestamp();
+		/* the batch rolled back: whatever it counted did not happen */
+		memset(&result, 0, sizeof(result));
 		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		{
 			result.outcome = TTL_BATCH_LOCKED;
@@ -338,8 +364,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 /*
  * ttl_table_writes
  *		Inserts plus updates the cumulative statistics have counted for a
- *		table, or -1 when they do not know (track_counts off, or never
- *		touched).  Read with stats_fetch_consistency = none (set at worker
+ *		table, or -1 when they have no entry for it.  Read with stats_fetch_consistency = none (set at worker
  *		start), so the value is current and nothing is cached.
  */
 static int64
@@ -368,7 +393,10 @@ ttl_table_writes(Oid relid)
  * thousand transactions.  The counters reach shared memory when the
  * writing session flushes them (within about a second, at most
  * PGSTAT_IDLE_INTERVAL, 10 s, for a session that went idle right away);
- * rows expiring at the known next expiry never wait for that.
+ * rows expiring at the known next expiry never wait for that.  Writers whose
+ * counters do not move (track_counts off in their session, a process that
+ * flushes only at exit) are caught by a full pass at least every
+ * TTL_IDLE_PASS_EVERY_MS.
  */
 static void
 ttl_worker_admit(TimestampTz now)
@@ -387,7 +415,8 @@ ttl_worker_admit(TimestampTz now)
 		writes = ttl_table_writes(e->policy.relid);
 		if (e->caught_up && e->writes_known && writes >= 0 &&
 			writes == e->writes_seen &&
-			(e->state.next_expiry == 0 || e->state.next_expiry > now))
+			(e->state.next_expiry == 0 || e->state.next_expiry > now) &&
+			!TimestampDifferenceExceeds(e->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS))
 		{
 			/* only the max_sleep re-check was due, and nothing changed */
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
@@ -399,6 +428,7 @@ ttl_worker_admit(TimestampTz now)
 		e->writes_seen = writes;
 		e->writes_known = writes >= 0;
 		e->caught_up = false;
+		e->last_pass_at = now;
 		ttl_pass_begin(&e->policy, &e->state, now);
 	}
 }
@@ -417,16 +447,6 @@ ttl_worker_interrupted(void)
 	return ConfigReloadPending || ttl_slot_generation() != LoadedGeneration ||
 		!ttl_enabled;
 }
-
-/*
- * Rate limit (ttl_index.rate_limit): a token bucket of rows, refilled at
- * this worker's share of the limit and holding at most one second of it,
- * so that the limit holds over any window of a few seconds.  The share is
- * the limit divided by the number of workers running, since the setting is
- * for the whole cluster.
- */
-static double RateTokens = 0;
-static TimestampTz RateRefilledAt = 0;
 
 /*
  * ttl_worker_rate

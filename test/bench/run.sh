@@ -580,7 +580,7 @@ s4() {
 	local rows=$s4_rows ratelimit
 	echo
 	echo "== 4. foreground impact: pgbench -c 4 -j 2 for $s4_secs s (INSERT a row expiring in 1 day; SELECT a recent id), same seed,"
-	echo "   worker idle, then draining $(fmt $rows) expired rows loaded into the same table (enabled as pgbench starts)"
+	echo "   worker idle (twice, to see the noise), then draining $(fmt $rows) expired rows loaded into the same table (enabled as pgbench starts)"
 	echo "   (autovacuum off on this table, so that it does not run in one of the runs only)"
 	worker on
 	Q >/dev/null <<SQL
@@ -603,6 +603,8 @@ VACUUM ANALYZE s4_app;
 SQL
 	}
 	s4_run idle 0
+	# the same again: how much two identical runs differ on this machine
+	s4_run idle2 0
 	s4_load
 	s4_run drain "$rows" $((s4_secs + 120))
 	worker off
@@ -638,8 +640,11 @@ SQL
 	dp99=$(calc "($p99 - $ip99) / $ip99 * 100" 1)
 	s4_row idle "worker idle, whole run" 0 "$s4_secs" 0
 	itps=$tps; ip99=$p99
+	s4_row idle2 "worker idle, whole run again (noise)" 0 "$s4_secs" 0
+	local ntps np99 rtps rp99
+	ntps=$(calc "($tps - $itps) / $itps * 100" 1)
+	np99=$(calc "($p99 - $ip99) / $ip99 * 100" 1)
 	s4_row drain "worker draining, whole run" 0 "$s4_secs" "$(calc "$rows_d / $s4_secs" 0)"
-	local rtps rp99
 	if [ "$ratelimit" = 1 ]; then
 		read -r lo hi rows_d secs_d < <(s4_window rate)
 		s4_row rate "draining, rate_limit = 20000 rows/s" 0 "$s4_secs" "$(calc "$rows_d / $secs_d" 0)"
@@ -648,6 +653,7 @@ SQL
 	else
 		echo "  rate limit: not available in this build"
 	fi
+	echo "  noise: the second idle run differs from the first by ${ntps}% in TPS, ${np99}% in p99 latency"
 	echo "  draining at full speed, over the drain window: TPS down ${dtps}%, p99 latency up ${dp99}% (negative: better)"
 	target 4 "TPS drop while draining (%)" "$dtps" "<= 5" "$(le "$dtps" 5)"
 	target 4 "p99 latency rise while draining (%)" "$dp99" "<= 10" "$(le "$dp99" 10)"
@@ -748,7 +754,9 @@ done
 if command -v gnuplot >/dev/null; then
 	if gnuplot -e "dir='$out'; s1n='$(fmt $s1_expired)'" "$here/test/bench/chart.gp" 2> "$dir/gnuplot.err"; then
 		echo
-		echo "charts: $(ls "$out"/*.png 2>/dev/null | tr '\n' ' ')"
+		charts=""
+		for f in "$out"/*.png; do [ -e "$f" ] && charts="$charts $f"; done
+		echo "charts:${charts:- none (no scenario with a chart ran)}"
 	else
 		echo "chart: gnuplot failed:"; cat "$dir/gnuplot.err"
 		exit 1

@@ -50,7 +50,9 @@ if [ "$(id -u)" = 0 ]; then
 	ttl_root_setup "$here" bc gnuplot-nox >/dev/null
 	mkdir -p "$out"
 	chown postgres "$out"
-	exec su postgres -s /bin/bash -c "bash '$here/test/bench/run.sh' $(printf '%q ' "${args[@]}")"
+	quoted=""
+	[ ${#args[@]} = 0 ] || quoted=$(printf '%q ' "${args[@]}")
+	exec su postgres -s /bin/bash -c "bash '$here/test/bench/run.sh' $quoted"
 fi
 [ "$(id -un)" != root ] || { echo "run.sh: PostgreSQL does not run as root" >&2; exit 1; }
 

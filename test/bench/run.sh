@@ -632,7 +632,8 @@ SQL
 		printf '%-40s %6.1f-%-6.1f %9s %9s %9s %12s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$(fmt "$5")"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$n" "$5" >> "$out/s4_impact.tsv"
 	}
-	change() { calc "($1 - $2) / $2 * 100" 1; }            # NEW BASE: % change
+	rise() { calc "($1 - $2) / $2 * 100" 1; }    # NEW BASE: % above the base
+	drop() { calc "($2 - $1) / $2 * 100" 1; }    # NEW BASE: % below the base
 	spread() { calc "($1 > $2 ? $1 - $2 : $2 - $1) / (($1 + $2) / 2) * 100" 1; }
 	read -r lo hi rows_d secs_d < <(s4_window drain)
 	[ "$rows_d" -gt 0 ] || die "scenario 4: the worker deleted nothing while pgbench ran"
@@ -645,7 +646,7 @@ SQL
 	btps=$(calc "($t1 + $tps) / 2" 1); bp99=$(calc "($p1 + $p99) / 2")
 	wnt=$(spread "$t1" "$tps"); wnp=$(spread "$p1" "$p99")
 	s4_row drain "worker draining $(fmt "$rows")" "$lo" "$hi" "$(calc "$rows_d / $secs_d" 0)"
-	dtps=$(change "$btps" "$tps"); dp99=$(change "$p99" "$bp99")
+	dtps=$(drop "$tps" "$btps"); dp99=$(rise "$p99" "$bp99")
 	s4_row idle "worker idle, whole run" 0 "$s4_secs" 0
 	t1=$tps; p1=$p99
 	s4_row idle2 "worker idle, again, whole run" 0 "$s4_secs" 0
@@ -655,7 +656,7 @@ SQL
 	if [ "$ratelimit" = 1 ]; then
 		read -r lo hi rows_d secs_d < <(s4_window rate)
 		s4_row rate "draining, rate_limit = 20000 rows/s" 0 "$s4_secs" "$(calc "$rows_d / $secs_d" 0)"
-		rtps=$(change "$btps" "$tps"); rp99=$(change "$p99" "$bp99")
+		rtps=$(drop "$tps" "$btps"); rp99=$(rise "$p99" "$bp99")
 	else
 		echo "  rate limit: not available in this build"
 	fi

@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 #
 # test/run_tests.sh: install what the tests need, build and install the
-# extension, then run every suite (pg_regress, isolation, TAP) on throwaway
-# servers as an ordinary OS user.  The last line is "N passed, N failed".
+# extension, then run every suite (pg_regress, isolation, TAP, and the
+# benchmark's smoke run) on throwaway servers as an ordinary OS user.  The
+# last line is "N passed, N failed".
 #
 # As root (a fresh Debian 12 machine): installs packages, builds, installs,
 # copies the tree to a scratch directory owned by the "postgres" user and
 # re-runs itself there as that user, since PostgreSQL refuses to run as root.
 #
-# Environment: TTL_TEST_SUITES="regress isolation tap" (default: all),
+# Environment: TTL_TEST_SUITES="regress isolation tap bench" (default: all),
 #              TTL_TAP_TESTS="t/001_worker.pl ..." (default: all).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/test/lib.sh"
-suites=${TTL_TEST_SUITES:-regress isolation tap}
+suites=${TTL_TEST_SUITES:-regress isolation tap bench}
 
 if [ "$(id -u)" = 0 ]; then
-	ttl_root_setup "$here" libipc-run-perl
+	ttl_root_setup "$here" libipc-run-perl gnuplot-nox bc
 	work=$(mktemp -d /tmp/ttl_index_test.XXXXXX)
 	cp -a "$here"/. "$work"/
 	chown -R postgres "$work"
@@ -99,6 +100,22 @@ if [[ " $suites " == *" tap "* ]]; then
 	grep -q "^Result: PASS" "$logdir/tap.out" || [ "$bad" -gt 0 ] || bad=1
 	passed=$((passed + ok))
 	failed=$((failed + bad))
+fi
+
+if [[ " $suites " == *" bench "* ]]; then
+	# the benchmark suite at tiny sizes (about 45 s): checks that the harness
+	# works and its figures are sane, not the performance targets
+	echo "== bench (test/bench/run.sh --smoke)"
+	if bash "$here/test/bench/run.sh" --smoke --out "$logdir/bench" > "$logdir/bench.out" 2>&1 &&
+		grep -q '^== summary' "$logdir/bench.out"; then
+		sed -n '/^== summary/,$p' "$logdir/bench.out"
+		echo "ok - bench smoke run"
+		passed=$((passed + 1))
+	else
+		cat "$logdir/bench.out"
+		echo "not ok - bench smoke run"
+		failed=$((failed + 1))
+	fi
 fi
 
 echo "$passed passed, $failed failed"

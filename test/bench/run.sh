@@ -1,0 +1,783 @@
+#!/usr/bin/env bash
+#
+# test/bench/run.sh [--smoke] [--out DIR] [--runs N] [--only "1 3 ..."]:
+# the ttl_index benchmark suite, on a throwaway server with ttl_index
+# preloaded (settings at their defaults unless a scenario says otherwise).
+#
+#   1. backlog throughput: 2.4M expired rows of 3M, drained by a plain DELETE,
+#      the pg_cron pattern, ttl_runner() and the background worker
+#   2. expiry lag under steady inserts of about 5,000 rows/s
+#   3. fairness: 20 small tables whose rows expire while an 8M-row backlog drains
+#   4. foreground impact: an app's pgbench workload, worker idle vs draining
+#   5. idle cost: the worker's CPU with 1,000 policies and nothing to delete
+#   6. scale of policies: one ttl_runner() pass over 1 to 10,000 due policies
+#   7. memory: the worker's RSS while it drains the backlog of scenario 3
+#
+# Each scenario prints a table, its target and whether it is met; the end
+# prints a summary and the machine.  Results (a TSV per scenario, the log of
+# the run, two PNG charts drawn with gnuplot) go to DIR (default
+# test/bench/results/).  The full run takes about 7 minutes on 2 cores;
+# --smoke (tiny sizes, about 45 s) only checks that the harness works and
+# that the figures are sane, and checks no target.  --runs N: runs of
+# scenario 1 (the median is reported; default 3).  --only: run only the
+# listed scenarios (7 needs 3).
+#
+# Run as root (installs the packages, builds and installs the extension,
+# then re-runs itself as the postgres user) or as the postgres user.
+set -Eeuo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/test/lib.sh"
+
+smoke=0
+out=$here/test/bench/results
+runs=3
+only="1 2 3 4 5 6 7"
+args=("$@")
+while [ $# -gt 0 ]; do
+	case $1 in
+		--smoke) smoke=1 ;;
+		--out) out=${2:?--out needs a directory}; shift ;;
+		--runs) runs=${2:?--runs needs a number}; shift ;;
+		--only) only=${2:?--only needs scenario numbers}; shift ;;
+		-h|--help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $runs in ''|*[!0-9]*|0) echo "run.sh: --runs needs a positive number" >&2; exit 2 ;; esac
+
+if [ "$(id -u)" = 0 ]; then
+	ttl_root_setup "$here" bc gnuplot-nox >/dev/null
+	mkdir -p "$out"
+	chown postgres "$out"
+	quoted=""
+	[ ${#args[@]} = 0 ] || quoted=$(printf '%q ' "${args[@]}")
+	exec su postgres -s /bin/bash -c "bash '$here/test/bench/run.sh' $quoted"
+fi
+[ "$(id -un)" != root ] || { echo "run.sh: PostgreSQL does not run as root" >&2; exit 1; }
+
+# ---------------------------------------------------------------- sizes
+if [ $smoke = 1 ]; then
+	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=3
+	s5_tables=100; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2
+else
+	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=30
+	s5_tables=1000; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3
+fi
+s1_expired=$((s1_rows * 8 / 10))
+s3_small=20
+port=55496
+
+mkdir -p "$out"
+[ -w "$out" ] || { echo "run.sh: cannot write to $out" >&2; exit 1; }
+out=$(cd "$out" && pwd)
+rm -f "$out"/*.tsv "$out"/*.png "$out"/run.log "$out"/server.log
+# everything printed also goes to run.log; the tee is waited for at exit
+exec 3>&1 4>&2
+exec > >(tee "$out/run.log") 2>&1
+teepid=$!
+command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
+
+started=$(date +%s)
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 7 minutes on 2 cores")), results in $out"
+
+# ---------------------------------------------------------------- server
+sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)
+# max_locks_per_transaction: ttl_runner() over 10,000 tables (scenario 6)
+# holds every table's lock until it commits
+ttl_scratch_server bench $port "shared_buffers = $sb" "max_wal_size = 8GB" "checkpoint_timeout = 30min" \
+	"max_locks_per_transaction = 1024" "ttl_index.log_min_duration = 0" "log_line_prefix = '%m [%p] '"
+cleanup() {
+	local p
+	# background jobs still running (pgbench, samplers), never anything else
+	for p in $(jobs -pr); do kill "$p" 2>/dev/null || true; done
+	[ -f "$dir/log" ] && cp "$dir/log" "$out/server.log" 2>/dev/null
+	$PGBIN/pg_ctl -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+	rm -rf "$dir"
+	exec 1>&3 2>&4
+	wait "$teepid" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'echo "run.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+echo "server: PostgreSQL $($PGBIN/postgres --version | awk '{print $3}'), shared_buffers = $sb, max_wal_size = 8GB," \
+	"checkpoint_timeout = 30min, max_locks_per_transaction = 1024 (for scenario 6), ttl_index.log_min_duration = 0," \
+	"autovacuum on (off on the tables of scenarios 1 and 4), other ttl_index settings at their defaults"
+
+psql_base="$PGBIN/psql -X -q -At -v ON_ERROR_STOP=1 -h $dir -p $port -U postgres"
+Q() { $psql_base -d bench "$@"; }
+sql() { $psql_base -d bench -c "$1"; }
+$psql_base -d postgres -c "CREATE DATABASE bench"
+sql "CREATE EXTENSION ttl_index"
+base=$(sql "SELECT now()")
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# timed SQL: run the script on stdin with \timing; prints the total of the
+# statements' times in ms on the first line, then the statements' output
+timed() {
+	local res
+	res=$( { echo '\timing on'; cat; } | Q) || return 1
+	awk '/^Time: / {s += $2} END {printf "%.3f\n", s}' <<<"$res"
+	grep -v '^Time: ' <<<"$res" || true
+}
+
+worker_pid() {
+	local pid="" i
+	for i in $(seq 1 300); do
+		pid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'bench'")
+		[ -n "$pid" ] && { echo "$pid"; return 0; }
+		sleep 0.1
+	done
+	die "no ttl_index worker for database bench after 30 s"
+}
+
+# worker on|off: ttl_index.enabled through ALTER SYSTEM and a reload.  When
+# turning it off, give the worker time to finish its batch and see it.
+worker() {
+	sql "ALTER SYSTEM SET ttl_index.enabled = $1" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	[ "$1" = on ] || sleep 1
+}
+
+# lsn bytes between two LSNs
+walbytes() { sql "SELECT pg_wal_lsn_diff('$2', '$1')"; }
+lsn() { sql "SELECT pg_current_wal_lsn()"; }
+
+# the counter of a table's policy
+deleted() { sql "SELECT bench_deleted('$1')"; }
+
+# server-side helpers: sampling and waiting happen inside one backend, so
+# that no client process is forked every 50 or 200 ms.  Every loop commits,
+# so no snapshot is held while the worker deletes.
+Q <<'SQL'
+CREATE TABLE bench_sample (scenario int, t float8, tbl text, age float8, big_deleted bigint);
+CREATE TABLE bench_event (label text, started timestamptz, finished timestamptz, reached boolean, deleted bigint);
+
+-- the counter of a table's policy
+CREATE FUNCTION bench_deleted(rel regclass) RETURNS bigint LANGUAGE sql AS $$
+	SELECT coalesce(s.rows_deleted, 0) FROM ttl_index_policy_stats() s
+	  JOIN ttl_index_policy p ON p.id = s.policy_id WHERE p.relid = rel
+$$;
+
+-- Wait until the policy of rel has deleted `delta` rows since the event
+-- `label` was opened (bench_open: it records the start and the counter
+-- then), polling its counter every 50 ms, for at most `timeout` seconds
+-- from the start.  Records the end, whether the count was reached and how
+-- many rows were deleted.
+CREATE PROCEDURE bench_open(label text, rel regclass) LANGUAGE sql AS $$
+	INSERT INTO bench_event VALUES (label, clock_timestamp(), NULL, NULL, bench_deleted(rel))
+$$;
+CREATE PROCEDURE bench_wait_deleted(label text, rel regclass, delta bigint, timeout float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz;
+	n0 bigint;
+	n bigint;
+	ok boolean;
+BEGIN
+	SELECT e.started, e.deleted INTO STRICT t0, n0 FROM bench_event e WHERE e.label = bench_wait_deleted.label;
+	LOOP
+		n := bench_deleted(rel);
+		ok := n - n0 >= delta;
+		EXIT WHEN ok OR clock_timestamp() - t0 > timeout * interval '1 s';
+		COMMIT;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	UPDATE bench_event e SET finished = clock_timestamp(), reached = ok, deleted = n - n0
+	 WHERE e.label = bench_wait_deleted.label;
+END $$;
+
+-- Every 200 ms, for at most `seconds`, sample the age of the oldest expired
+-- row still present in each table (0 when none), as
+--   SELECT coalesce(extract(epoch FROM now() - min(expires_at)), 0)
+--     FROM t WHERE expires_at < now()
+-- with the sampling instant as "now" (it uses the btree on expires_at).
+-- With big, also records the counter of big's policy, and stops once it
+-- reached big_target.
+CREATE PROCEDURE bench_sample_lag(scenario int, tables text[], seconds float8,
+	big regclass DEFAULT NULL, big_target bigint DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	v timestamptz;
+	el float8;
+	k int := 0;
+	tb text;
+	a float8;
+	nbig bigint;
+BEGIN
+	LOOP
+		v := clock_timestamp();
+		el := extract(epoch FROM v - t0);
+		IF big IS NOT NULL THEN
+			nbig := bench_deleted(big);
+		END IF;
+		FOREACH tb IN ARRAY tables LOOP
+			EXECUTE format('SELECT coalesce(extract(epoch FROM $1 - min(expires_at)), 0) FROM %I WHERE expires_at < $1', tb)
+			  INTO a USING v;
+			INSERT INTO bench_sample VALUES (scenario, el, tb, a, nbig);
+		END LOOP;
+		COMMIT;
+		EXIT WHEN el >= seconds OR nbig >= big_target;
+		k := k + 1;
+		PERFORM pg_sleep(greatest(0, extract(epoch FROM t0 + k * interval '200 ms' - clock_timestamp())));
+	END LOOP;
+END $$;
+SQL
+worker_pid >/dev/null
+
+# ---------------------------------------------------------------- helpers
+# nearest-rank percentile of the numbers on stdin: pct P
+pct() { sort -g | awk -v p="$1" '{v[NR] = $1} END {if (NR == 0) {print "nan"; exit} i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i]}'; }
+median() { tr ' ' '\n' | awk NF | sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+calc() { awk "BEGIN {printf \"%.${2:-3}f\", $1}"; }
+# fmt N: 1234567 -> 1,234,567
+fmt() { printf "%.0f" "$1" | sed ':a; s/\B[0-9]\{3\}\>/,&/; ta'; }
+
+declare -a summary=()
+# verdict OK (1, 0 or na): "met", "NOT met", "NOT MEASURED" or "not checked (smoke)"
+verdict() {
+	if [ $smoke = 1 ]; then echo "not checked (smoke)"
+	elif [ "$1" = na ]; then echo "NOT MEASURED"
+	elif [ "$1" = 1 ]; then echo "met"
+	else echo "NOT met"
+	fi
+}
+# le A B: 1 when A <= B
+le() { awk -v a="$1" -v b="$2" 'BEGIN {print (a + 0 <= b + 0) ? 1 : 0}'; }
+target() {  # target NUM NAME FIGURE TARGET OK [NOTE], e.g. target 2 "lag (s)" 0.8 "<= 1" 1
+	local v
+	v=$(verdict "$5")${6:+ ($6)}
+	printf '  target: %s %s; measured %s: %s\n' "$2" "$4" "$3" "$v"
+	summary+=("$(printf '%-3s %-42s %-14s %-10s %s' "$1" "$2" "$3" "$4" "$v")")
+}
+
+# ---------------------------------------------------------------- 1
+s1() {
+	local expired=$s1_expired live=$((s1_rows - s1_expired)) r m t l0 l1 ms n
+	echo
+	echo "== 1. backlog throughput: $(fmt $s1_rows) rows, $(fmt $expired) expired (btree on ts, 40-byte payload), median of $runs run(s)"
+	echo "   each method has its own identical table, all loaded before any timing; CHECKPOINT before each method"
+	printf 'run\tmethod\tseconds\twal_bytes\n' > "$out/s1_runs.tsv"
+	for r in $(seq 1 "$runs"); do
+		worker off
+		for m in delete pgcron runner worker; do
+			t=s1_${m}_r$r
+			Q <<SQL
+CREATE TABLE $t (id bigserial, ts timestamptz NOT NULL, payload text) WITH (autovacuum_enabled = off);
+INSERT INTO $t (ts, payload)
+  SELECT timestamptz '$base' - interval '2 days' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series(1, $expired) g;
+INSERT INTO $t (ts, payload)
+  SELECT timestamptz '$base' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series($expired + 1, $s1_rows) g;
+ALTER TABLE $t ADD PRIMARY KEY (id);
+CREATE INDEX ${t}_ts ON $t (ts);
+VACUUM ANALYZE $t;
+SQL
+		done
+		for m in delete pgcron runner worker; do
+			t=s1_${m}_r$r
+			# rows live one hour after ts.  The worker's policy is created only
+			# now: ttl_runner() runs every policy, it would drain that table too
+			case $m in
+				runner|worker) sql "SELECT ttl_create_index('$t', 'ts', 3600)" >/dev/null ;;
+			esac
+			sql "CHECKPOINT"
+			l0=$(lsn)
+			case $m in
+				delete) ms=$(timed <<<"DELETE FROM $t WHERE ts < now() - interval '1 hour';" | sed -n 1p) ;;
+				# what a pg_cron job would run, each batch its own transaction,
+				# looped in the server so that no client round trip is counted
+				pgcron) ms=$(timed <<SQL | sed -n 1p
+DO \$\$
+DECLARE n bigint;
+BEGIN
+	LOOP
+		DELETE FROM $t WHERE id IN (SELECT id FROM $t WHERE ts < now() - interval '1 hour' ORDER BY ts LIMIT 10000);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		COMMIT;
+		EXIT WHEN n = 0;
+	END LOOP;
+END \$\$;
+SQL
+					) ;;
+				runner) ms=$(timed <<<"SELECT ttl_runner();" | sed -n 1p) ;;
+				worker) sql "CALL bench_open('s1_$r', '$t')"
+					ms=$(timed <<SQL | sed -n 1p
+ALTER SYSTEM SET ttl_index.enabled = on;
+SELECT pg_reload_conf();
+CALL bench_wait_deleted('s1_$r', '$t', $expired, 600);
+SQL
+					)
+					[ "$(sql "SELECT reached FROM bench_event WHERE label = 's1_$r'")" = t ] ||
+						die "scenario 1: the worker did not delete $expired rows from $t within 600 s"
+					# its pass ends (and is logged) at the batch that finds nothing left
+					for _ in $(seq 1 100); do
+						grep -q "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" && break
+						sleep 0.1
+					done
+					worker off ;;
+			esac
+			l1=$(lsn)
+			printf '%s\t%s\t%s\t%s\n' "$r" "$m" "$(calc "$ms / 1000")" "$(walbytes "$l0" "$l1")" >> "$out/s1_runs.tsv"
+			n=$(sql "SELECT count(*) FROM $t")
+			[ "$n" = "$live" ] || die "scenario 1: $t has $n rows left after $m, expected $live"
+		done
+		# the worker's own pass time, from its log line
+		t=s1_worker_r$r
+		read -r n ms < <(grep -o "ttl_index: deleted [0-9]* rows from public\.$t in [0-9]* ms" "$dir/log" |
+			awk '{n += $3; ms += $8} END {print n + 0, ms + 0}')
+		[ "$n" = "$expired" ] || die "scenario 1: the worker's log lines for $t count $n rows, expected $expired"
+		printf '%s\t%s\t%s\t%s\n' "$r" worker_pass "$(calc "$ms / 1000")" "" >> "$out/s1_runs.tsv"
+		for m in delete pgcron runner worker; do sql "DROP TABLE s1_${m}_r$r"; done
+	done
+	worker on
+
+	local label secs wal ref rate ratio walrow list
+	declare -A lab=([delete]="one plain DELETE ... WHERE ts < cutoff"
+		[pgcron]="pg_cron pattern (LIMIT 10000, repeated)"
+		[runner]="SELECT ttl_runner()"
+		[worker_pass]="worker: its pass (log line)"
+		[worker]="worker: wall, enable -> counter")
+	declare -A short=([delete]="plain DELETE" [pgcron]="pg_cron pattern" [runner]="ttl_runner()"
+		[worker_pass]="worker (pass)" [worker]="worker (wall)")
+	ref=$(awk -F'\t' '$2 == "delete" {print $3}' "$out/s1_runs.tsv" | median)
+	printf '%-40s %9s %12s %8s %8s  %s\n' method seconds rows/s "vs DEL" "WAL/row" "runs (s)"
+	printf 'method\tlabel\tseconds\trows_per_s\tratio\twal_per_row\tshort\n' > "$out/s1_throughput.tsv"
+	for m in delete pgcron runner worker_pass worker; do
+		list=$(awk -F'\t' -v m=$m '$2 == m {printf "%s ", $3}' "$out/s1_runs.tsv")
+		secs=$(median <<<"$list")
+		# the worker's pass wrote the WAL of its wall-time run
+		wal=$(awk -F'\t' -v m=${m%_pass} '$2 == m {print $4}' "$out/s1_runs.tsv" | median)
+		rate=$(calc "$expired / $secs" 0)
+		ratio=$(calc "$ref / $secs" 2)
+		walrow=$(calc "$wal / $expired" 1)
+		printf '%-40s %9.3f %12s %8s %8s  %s\n' "${lab[$m]}" "$secs" "$(fmt "$rate")" "$ratio" "$walrow" "$list"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "${lab[$m]}" "$secs" "$rate" "$ratio" "$walrow" "${short[$m]}" >> "$out/s1_throughput.tsv"
+	done
+	echo "  (WAL/row: bytes of WAL per deleted row; the worker's pass has the same WAL as its wall-time run)"
+	echo "  target: none (reference figures)"
+	local wp wr
+	wp=$(awk -F'\t' '$1 == "worker_pass" {print $5}' "$out/s1_throughput.tsv")
+	wr=$(awk -F'\t' '$1 == "worker" {print $5}' "$out/s1_throughput.tsv")
+	summary+=("$(printf '%-3s %-42s %-14s %-10s %s' 1 "worker vs plain DELETE (pass / wall)" "${wp}x / ${wr}x" "none" "reference")")
+}
+
+# ---------------------------------------------------------------- 2
+s2() {
+	local rate=5000 secs=$s2_secs p50 p99 max n tps
+	echo
+	echo "== 2. expiry lag: pgbench inserts about $(fmt $rate) rows/s (10 per transaction), expiring 1-4 s later; age of the oldest expired row every 200 ms for $secs s"
+	Q >/dev/null <<'SQL'
+CREATE TABLE s2_lag (id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL, payload text);
+SELECT ttl_create_index('s2_lag', 'expires_at', 0);
+SQL
+	cat > "$dir/s2.sql" <<'SQL'
+INSERT INTO s2_lag (expires_at, payload)
+  SELECT now() + (1 + random() * 3) * interval '1 second', repeat('p', 40) FROM generate_series(1, 10);
+SQL
+	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
+		-f "$dir/s2.sql" bench > "$dir/s2.pgbench" 2>&1 &
+	local pgb=$!
+	sql "CALL bench_sample_lag(2, '{s2_lag}', $secs)"
+	wait $pgb || { cat "$dir/s2.pgbench"; die "scenario 2: pgbench failed"; }
+	sql "COPY (SELECT round(t::numeric, 3), round(age::numeric, 3) FROM bench_sample WHERE scenario = 2 ORDER BY t) TO STDOUT" |
+		{ printf 't_s\tlag_s\n'; cat; } > "$out/s2_lag.tsv"
+	n=$(($(wc -l < "$out/s2_lag.tsv") - 1))
+	p50=$(tail -n +2 "$out/s2_lag.tsv" | cut -f2 | pct 50)
+	p99=$(tail -n +2 "$out/s2_lag.tsv" | cut -f2 | pct 99)
+	max=$(tail -n +2 "$out/s2_lag.tsv" | cut -f2 | pct 100)
+	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s2.pgbench")
+	[ "$n" -ge $((secs * 4)) ] || die "scenario 2: only $n samples in $secs s"
+	[ "$(le "$max" 30)" = 1 ] || die "scenario 2: a lag of $max s: the worker is not deleting"
+	[ "$(sql "SELECT rows_deleted > 0 FROM ttl_index_stats WHERE table_name = 's2_lag'::regclass")" = t ] ||
+		die "scenario 2: the worker deleted nothing"
+	printf '%-34s %s\n' "inserted rows/s (pgbench)" "$(fmt "$(calc "$tps * 10" 0)")"
+	printf '%-34s %s\n' "deleted by the worker" "$(fmt "$(sql "SELECT rows_deleted FROM ttl_index_stats WHERE table_name = 's2_lag'::regclass")")"
+	printf '%-34s %s\n' "samples" "$n"
+	printf '%-34s %8s %8s %8s\n' "lag (s)" p50 p99 max
+	printf '%-34s %8s %8s %8s\n' "age of oldest expired row" "$p50" "$p99" "$max"
+	printf 'p50\tp99\tmax\tsamples\tinserted_rows_per_s\n%s\t%s\t%s\t%s\t%s\n' "$p50" "$p99" "$max" "$n" "$(calc "$tps * 10" 0)" > "$out/s2_summary.tsv"
+	target 2 "expiry lag p99 (s)" "$p99" "<= 1" "$(le "$p99" 1)"
+	target 2 "expiry lag max (s)" "$max" "<= 2" "$(le "$max" 2)"
+	sql "DROP TABLE s2_lag"
+}
+
+# ---------------------------------------------------------------- 3 and 7
+s3() {
+	local rows=$s3_rows i tabs="" pid memlog="$dir/s3_mem" n drain p99 max ndrain first last
+	echo
+	echo "== 3. fairness: a backlog of $(fmt $rows) expired rows plus $s3_small small tables whose rows expire 2 s after insertion"
+	echo "   (10 rows in each, every second from enabling the worker on); lag of the small tables every 200 ms while the backlog drains"
+	[[ " $only " == *" 7 "* ]] && echo "   (scenario 7 samples the worker's memory every 500 ms meanwhile)"
+	worker off
+	Q >/dev/null <<SQL
+CREATE TABLE s3_big (id bigserial, expires_at timestamptz NOT NULL, payload text);
+INSERT INTO s3_big (expires_at, payload)
+  SELECT timestamptz '$base' - interval '1 day' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series(1, $rows) g;
+INSERT INTO s3_big (expires_at, payload) SELECT timestamptz '$base' + interval '1 day', 'live' FROM generate_series(1, 1000);
+CREATE INDEX s3_big_expires_at ON s3_big (expires_at);
+SELECT ttl_create_index('s3_big', 'expires_at', 0);
+VACUUM ANALYZE s3_big;
+SQL
+	for i in $(seq -w 1 $s3_small); do
+		sql "CREATE TABLE s3_small_$i (id bigserial, expires_at timestamptz NOT NULL); SELECT ttl_create_index('s3_small_$i', 'expires_at', 0)" >/dev/null
+		tabs="$tabs${tabs:+,}s3_small_$i"
+	done
+	sql "CHECKPOINT"
+	pid=$(worker_pid)
+	: > "$memlog"
+	(
+		t0=$(date +%s%N)
+		while [ -d /proc/$pid ]; do
+			awk -v t="$(( ($(date +%s%N) - t0) / 1000000 ))" '/^VmRSS/ {r = $2} /^RssAnon/ {a = $2} END {print t / 1000 "\t" r "\t" a}' /proc/$pid/status >> "$memlog" 2>/dev/null || break
+			sleep 0.5
+		done
+	) &
+	local mem=$!
+	# the small tables' rows come from ordinary short client sessions, as an
+	# application's would: the worker notices new rows in a table it found
+	# empty through the table's statistics counters, which a session
+	# reports when it goes idle or exits, not while it runs a procedure
+	cat > "$dir/s3_refill.sql" <<SQL
+$(for i in $(seq -w 1 $s3_small); do echo "INSERT INTO s3_small_$i (expires_at) SELECT now() + interval '2 s' FROM generate_series(1, 10);"; done)
+SQL
+	worker on
+	(
+		t0=$(date +%s%N)
+		for k in $(seq 1 $((s3_secs + 1))); do
+			Q -f "$dir/s3_refill.sql" >/dev/null
+			sleep "$(awk -v t="$(( t0 + k * 1000000000 - $(date +%s%N) ))" 'BEGIN {printf "%.3f", (t > 0 ? t / 1e9 : 0)}')"
+		done
+	) &
+	local refill=$!
+	if [ $smoke = 1 ]; then
+		# the tiny backlog is gone at once: sample for the whole time
+		sql "CALL bench_sample_lag(3, '{$tabs}', $s3_secs, 's3_big')"
+	else
+		sql "CALL bench_sample_lag(3, '{$tabs}', $s3_secs, 's3_big', $rows)"
+	fi
+	kill $refill 2>/dev/null || true
+	wait $refill 2>/dev/null || true
+	kill $mem 2>/dev/null || true
+	wait $mem 2>/dev/null || true
+	n=$(deleted s3_big)
+	[ "$n" -ge "$rows" ] || die "scenario 3: the worker deleted $n of $rows rows of the backlog in $s3_secs s"
+	sql "COPY (SELECT round(t::numeric, 3), tbl, round(age::numeric, 3), big_deleted FROM bench_sample WHERE scenario = 3 ORDER BY t, tbl) TO STDOUT" |
+		{ printf 't_s\ttable\tlag_s\tbig_deleted\n'; cat; } > "$out/s3_fairness.tsv"
+	sql "COPY (SELECT round(t::numeric, 3), round(max(age)::numeric, 3), max(big_deleted) FROM bench_sample WHERE scenario = 3 GROUP BY t ORDER BY t) TO STDOUT" |
+		{ printf 't_s\tmax_lag_s\tbig_deleted\n'; cat; } > "$out/s3_lag_max.tsv"
+	# the samples that count: taken once the first small rows had expired
+	# (2 s) and while the backlog was still draining (its counter below the
+	# total, and still climbing)
+	local ok dsec
+	dsec=$(awk -F'\t' -v total=$rows 'NR > 1 && $4 >= total {print $1; exit}' "$out/s3_fairness.tsv")
+	drain=$(awk -F'\t' -v total=$rows 'NR > 1 && $4 < total && $1 >= 2' "$out/s3_fairness.tsv")
+	read -r first last < <(awk -F'\t' 'NF {if (n++ == 0 || $4 < lo) lo = $4; if ($4 > hi) hi = $4} END {print lo + 0, hi + 0}' <<<"$drain")
+	ndrain=$(grep -c . <<<"$drain" || true)
+	printf '%-46s %s\n' "backlog deleted (counter)" "$(fmt "$n")"
+	printf '%-46s %s\n' "backlog drained after (s, from enabling)" "${dsec:-not within the run}"
+	grep -o "ttl_index: deleted [0-9]* rows from public\.s3_big in [0-9]* ms" "$dir/log" | tail -1 | sed 's/^/worker log: /' || true
+	if [ $smoke = 1 ]; then
+		echo "  (smoke: the tiny backlog is gone at once; statistics over every sample from 2 s on)"
+		drain=$(awk -F'\t' 'NR > 1 && $1 >= 2' "$out/s3_fairness.tsv")
+		ndrain=$(grep -c . <<<"$drain" || true)
+		ok=$(le "$(cut -f3 <<<"$drain" | pct 100)" 2.5)
+	elif [ "$ndrain" -lt "$s3_small" ] || [ "$last" -le "$first" ]; then
+		echo "  the backlog drained before the first small rows expired: fairness NOT MEASURED (use a bigger backlog)"
+		drain=$(awk -F'\t' 'NR > 1 && $1 >= 2' "$out/s3_fairness.tsv")
+		ok=na
+	else
+		printf '%-46s %s\n' "small rows expired during the drain" "from 2.0 s to ${dsec:-the end} s: $((ndrain / s3_small)) samples per table, backlog counter $(fmt "$first") -> $(fmt "$last")"
+		ok=$(le "$(cut -f3 <<<"$drain" | pct 100)" 2.5)
+	fi
+	p99=$(cut -f3 <<<"$drain" | pct 99)
+	max=$(cut -f3 <<<"$drain" | pct 100)
+	printf '%-46s %s (%s tables)\n' "samples counted" "$ndrain" "$s3_small"
+	printf '%-46s %8s %8s\n' "small tables: age of oldest expired row (s)" p99 max
+	printf '%-46s %8s %8s\n' "" "$p99" "$max"
+	printf '%-20s %8s %8s\n' table p99 max > "$dir/s3_per_table"
+	for i in $(seq -w 1 $s3_small); do
+		printf '%-20s %8s %8s\n' s3_small_$i "$(awk -F'\t' -v t=s3_small_$i '$2 == t {print $3}' <<<"$drain" | pct 99)" \
+			"$(awk -F'\t' -v t=s3_small_$i '$2 == t {print $3}' <<<"$drain" | pct 100)" >> "$dir/s3_per_table"
+	done
+	echo "  worst 3 small tables:"
+	tail -n +2 "$dir/s3_per_table" | sort -k3 -g -r | sed -n '1,3s/^/    /p'
+	printf 'p99\tmax\tsamples\tbacklog_rows\tbacklog_drained_s\n%s\t%s\t%s\t%s\t%s\n' "$p99" "$max" "$ndrain" "$rows" "${dsec:-}" > "$out/s3_summary.tsv"
+	target 3 "small tables' lag during a drain, max (s)" "$max" "<= 2.5" "$ok"
+
+	if [[ " $only " == *" 7 "* ]]; then
+		local rssmax anonmax nmem
+		{ printf 't_s\tvmrss_kb\trssanon_kb\n'; cat "$memlog"; } > "$out/s7_memory.tsv"
+		nmem=$(grep -c . "$memlog" || true)
+		[ "$nmem" -ge 1 ] || die "scenario 7: no memory sample of worker $pid"
+		rssmax=$(cut -f2 "$memlog" | pct 100)
+		anonmax=$(cut -f3 "$memlog" | pct 100)
+		echo
+		echo "== 7. memory of worker $pid while it drained the backlog ($nmem samples)"
+		printf '%-30s %10s %10s\n' "" "VmRSS" "RssAnon"
+		printf '%-30s %7s MB %7s MB\n' "first sample" "$(calc "$(head -1 "$memlog" | cut -f2) / 1024" 1)" "$(calc "$(head -1 "$memlog" | cut -f3) / 1024" 1)"
+		printf '%-30s %7s MB %7s MB\n' "max" "$(calc "$rssmax / 1024" 1)" "$(calc "$anonmax / 1024" 1)"
+		echo "  (VmRSS includes the shared buffers the worker touched; RssAnon is its private memory)"
+		printf 'vmrss_max_kb\trssanon_max_kb\tsamples\n%s\t%s\t%s\n' "$rssmax" "$anonmax" "$nmem" > "$out/s7_summary.tsv"
+		target 7 "worker RssAnon while draining (MB)" "$(calc "$anonmax / 1024" 1)" "< 64" "$(le "$anonmax" $((64 * 1024)))"
+	fi
+	worker on
+	sql "DROP TABLE s3_big"
+	for i in $(seq -w 1 $s3_small); do sql "DROP TABLE s3_small_$i"; done
+}
+
+# ---------------------------------------------------------------- 4
+# s4_run LABEL DELTA TIMEOUT: run the app workload for s4_secs; with DELTA,
+# enable the worker as it starts and wait (at most TIMEOUT s) for it to
+# delete DELTA rows of s4_app; with 0, just watch the counter meanwhile
+s4_run() {
+	local label=$1 delta=$2 timeout=${3:-$s4_secs} pgb
+	sql "CHECKPOINT"
+	rm -f "$dir/s4_$label".*
+	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 4 -j 2 -T $s4_secs --random-seed=4242 \
+		--log --log-prefix="$dir/s4_$label" -f "$dir/s4.sql" bench > "$dir/s4_$label.out" 2>&1 &
+	pgb=$!
+	sql "CALL bench_open('s4_$label', 's4_app')"
+	if [ "$delta" = 0 ]; then
+		sql "CALL bench_wait_deleted('s4_$label', 's4_app', 1000000000000, $s4_secs)"
+	else
+		Q >/dev/null <<SQL
+ALTER SYSTEM SET ttl_index.enabled = on;
+SELECT pg_reload_conf();
+CALL bench_wait_deleted('s4_$label', 's4_app', $delta, $timeout);
+SQL
+	fi
+	wait $pgb || { cat "$dir/s4_$label.out"; die "scenario 4: pgbench failed"; }
+	compgen -G "$dir/s4_$label.[0-9]*" >/dev/null || die "scenario 4: no pgbench transaction log"
+}
+
+# start of a run's first transaction, in epoch seconds
+s4_first() { cat "$dir/s4_$1".[0-9]* | awk '{s = $5 + $6 / 1e6 - $3 / 1e6; if (NR == 1 || s < m) m = s} END {printf "%.3f", m}'; }
+
+# s4_stats LABEL FROM TO: the transactions of a run that ended between FROM
+# and TO seconds after its first one started: "tps p99_ms avg_ms count"
+s4_stats() {
+	local f=$dir/s4_lat
+	cat "$dir/s4_$1".[0-9]* | awk -v a="$2" -v b="$3" -v st="$(s4_first "$1")" \
+		'{e = $5 + $6 / 1e6 - st; if (e >= a && e <= b) print $3 / 1000}' > "$f"
+	if [ ! -s "$f" ]; then echo "nan nan nan 0"; return; fi
+	echo "$(awk -v a="$2" -v b="$3" 'END {printf "%.1f", NR / (b - a)}' "$f") $(pct 99 < "$f")" \
+		"$(awk '{s += $1} END {printf "%.3f", s / NR}' "$f") $(wc -l < "$f")"
+}
+
+# s4_window LABEL: when the worker was enabled and when its counter reached
+# the backlog (or pgbench ended), in seconds after the run's first
+# transaction started, the rows it deleted and the seconds it took:
+# "from to rows seconds"
+s4_window() {
+	local f0
+	f0=$(s4_first "$1")
+	sql "SELECT extract(epoch FROM started) - $f0, extract(epoch FROM finished) - $f0, deleted, extract(epoch FROM finished - started)
+	       FROM bench_event WHERE label = 's4_$1'" |
+		awk -F'|' -v m="$s4_secs" '{lo = $1 < 0 ? 0 : $1; hi = $2 > m ? m : $2; if (hi < lo + 0.2) hi = lo + 0.2
+			printf "%.3f %.3f %d %.3f\n", lo, hi, $3, $4}'
+}
+
+s4() {
+	local rows=$s4_rows ratelimit
+	echo
+	echo "== 4. foreground impact: pgbench -c 4 -j 2 for $s4_secs s (INSERT a row expiring in 1 day; SELECT a recent id), same seed,"
+	echo "   worker idle (twice, to see the noise), then draining $(fmt $rows) expired rows loaded into the same table (enabled as pgbench starts)"
+	echo "   (autovacuum off on this table, so that it does not run in one of the runs only)"
+	worker on
+	Q >/dev/null <<SQL
+CREATE TABLE s4_app (id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL, payload text) WITH (autovacuum_enabled = off);
+INSERT INTO s4_app (expires_at, payload) SELECT now() + interval '1 day', repeat('a', 40) FROM generate_series(1, 100000);
+SELECT ttl_create_index('s4_app', 'expires_at', 0);
+VACUUM ANALYZE s4_app;
+SQL
+	cat > "$dir/s4.sql" <<'SQL'
+\set back random(0, 999)
+INSERT INTO s4_app (expires_at, payload) VALUES (now() + interval '1 day', repeat('a', 40)) RETURNING id \gset
+SELECT payload FROM s4_app WHERE id = :id - :back;
+SQL
+	s4_load() {
+		worker off
+		Q <<SQL
+INSERT INTO s4_app (expires_at, payload)
+  SELECT timestamptz '$base' - interval '1 day' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series(1, $rows) g;
+VACUUM ANALYZE s4_app;
+SQL
+	}
+	s4_run idle 0
+	# the same again: how much two identical runs differ on this machine
+	s4_run idle2 0
+	s4_load
+	s4_run drain "$rows" $((s4_secs + 120))
+	worker off
+	ratelimit=$(sql "SELECT count(*) FROM pg_settings WHERE name = 'ttl_index.rate_limit'")
+	if [ "$ratelimit" = 1 ]; then
+		s4_load
+		sql "ALTER SYSTEM SET ttl_index.rate_limit = 20000" >/dev/null
+		s4_run rate "$rows" "$s4_secs"
+		worker off
+		sql "ALTER SYSTEM RESET ttl_index.rate_limit" >/dev/null
+		sql "SELECT pg_reload_conf()" >/dev/null
+	fi
+	worker on
+
+	# Compare over the drain window (from enabling the worker to its counter
+	# reaching the backlog, relative to each run's start) with the mean of
+	# the two idle runs over the same window; how much those two differ from
+	# each other is the noise of the machine, printed with the verdicts.
+	local lo hi rows_d secs_d tps p99 avg n t1 p1 btps bp99 dtps dp99 wnt wnp ntps np99 rtps rp99
+	s4_row() {  # RUN TEXT FROM TO PURGED_PER_S
+		read -r tps p99 avg n < <(s4_stats "$1" "$3" "$4")
+		[ "$n" -gt 0 ] || die "scenario 4: no pgbench transaction of run $1 between $3 and $4 s"
+		printf '%-40s %6.1f-%-6.1f %9s %9s %9s %12s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$(fmt "$5")"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$n" "$5" >> "$out/s4_impact.tsv"
+	}
+	rise() { calc "($1 - $2) / $2 * 100" 1; }    # NEW BASE: % above the base
+	drop() { calc "($2 - $1) / $2 * 100" 1; }    # NEW BASE: % below the base
+	spread() { calc "($1 > $2 ? $1 - $2 : $2 - $1) / (($1 + $2) / 2) * 100" 1; }
+	read -r lo hi rows_d secs_d < <(s4_window drain)
+	[ "$rows_d" -gt 0 ] || die "scenario 4: the worker deleted nothing while pgbench ran"
+	echo "  the worker purged $(fmt "$rows_d") rows in $(calc "$secs_d" 2) s ($(fmt "$(calc "$rows_d / $secs_d" 0)") rows/s) while pgbench ran"
+	printf '%-40s %13s %9s %9s %9s %12s\n' run "window (s)" TPS "p99 ms" "avg ms" "purged/s"
+	printf 'run\twindow_from_s\twindow_to_s\ttps\tp99_ms\tavg_ms\ttransactions\tpurged_rows_per_s\n' > "$out/s4_impact.tsv"
+	s4_row idle "worker idle" "$lo" "$hi" 0
+	t1=$tps; p1=$p99
+	s4_row idle2 "worker idle, again" "$lo" "$hi" 0
+	btps=$(calc "($t1 + $tps) / 2" 1); bp99=$(calc "($p1 + $p99) / 2")
+	wnt=$(spread "$t1" "$tps"); wnp=$(spread "$p1" "$p99")
+	s4_row drain "worker draining $(fmt "$rows")" "$lo" "$hi" "$(calc "$rows_d / $secs_d" 0)"
+	dtps=$(drop "$tps" "$btps"); dp99=$(rise "$p99" "$bp99")
+	s4_row idle "worker idle, whole run" 0 "$s4_secs" 0
+	t1=$tps; p1=$p99
+	s4_row idle2 "worker idle, again, whole run" 0 "$s4_secs" 0
+	btps=$(calc "($t1 + $tps) / 2" 1); bp99=$(calc "($p1 + $p99) / 2")
+	ntps=$(spread "$t1" "$tps"); np99=$(spread "$p1" "$p99")
+	s4_row drain "worker draining, whole run" 0 "$s4_secs" "$(calc "$rows_d / $s4_secs" 0)"
+	if [ "$ratelimit" = 1 ]; then
+		read -r lo hi rows_d secs_d < <(s4_window rate)
+		s4_row rate "draining, rate_limit = 20000 rows/s" 0 "$s4_secs" "$(calc "$rows_d / $secs_d" 0)"
+		rtps=$(drop "$tps" "$btps"); rp99=$(rise "$p99" "$bp99")
+	else
+		echo "  rate limit: not available in this build"
+	fi
+	echo "  noise: the two idle runs differ by ${wnt}% in TPS and ${wnp}% in p99 over the window, ${ntps}% and ${np99}% over the whole run"
+	echo "  draining at full speed, over the drain window, against the mean of the idle runs: TPS down ${dtps}%, p99 latency up ${dp99}%"
+	target 4 "TPS drop while draining (%)" "$dtps" "<= 5" "$(le "$dtps" 5)" "noise ${wnt}%"
+	target 4 "p99 latency rise while draining (%)" "$dp99" "<= 10" "$(le "$dp99" 10)" "noise ${wnp}%"
+	if [ "$ratelimit" = 1 ]; then
+		echo "  draining at rate_limit = 20000 rows/s, over the whole run, against the mean of the idle runs: TPS down ${rtps}%, p99 latency up ${rp99}%"
+		target 4 "TPS drop, rate_limit 20000 rows/s (%)" "$rtps" "<= 5" "$(le "$rtps" 5)" "noise ${ntps}%"
+		target 4 "p99 rise, rate_limit 20000 rows/s (%)" "$rp99" "<= 10" "$(le "$rp99" 10)" "noise ${np99}%"
+	fi
+	sql "DROP TABLE s4_app"
+}
+
+# ---------------------------------------------------------------- 5
+s5() {
+	local n=$s5_tables secs=$s5_secs pid tck a0 a1 l0 l1 lpid pct_w pct_l
+	echo
+	echo "== 5. idle cost: $(fmt $n) policies on $(fmt $n) tables, nothing expiring (3 rows each, expiring in 1 day); worker CPU over $secs s"
+	worker on
+	sql "DO \$\$ BEGIN FOR i IN 1..$n LOOP
+		EXECUTE format('CREATE TABLE s5_%s (id int, expires_at timestamptz NOT NULL)', i);
+		EXECUTE format('INSERT INTO s5_%s SELECT g, now() + interval ''1 day'' FROM generate_series(1, 3) g', i);
+		PERFORM ttl_create_index(format('s5_%s', i)::regclass, 'expires_at', 0);
+		IF i % 100 = 0 THEN COMMIT; END IF;
+	END LOOP; END \$\$"
+	# let the worker read the new policies and settle
+	sleep 3
+	pid=$(worker_pid)
+	lpid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index launcher'")
+	tck=$(getconf CLK_TCK)
+	ticks() { sed 's/.*) //' /proc/$1/stat | awk '{print $12 + $13}'; }
+	a0=$(ticks "$pid"); l0=$(ticks "$lpid")
+	sleep "$secs"
+	a1=$(ticks "$pid"); l1=$(ticks "$lpid")
+	pct_w=$(calc "($a1 - $a0) / $tck / $secs * 100" 2)
+	pct_l=$(calc "($l1 - $l0) / $tck / $secs * 100" 2)
+	printf '%-30s %10s %12s\n' process "CPU ticks" "% of a core"
+	printf '%-30s %10s %12s\n' "worker (pid $pid)" "$((a1 - a0))" "$pct_w"
+	printf '%-30s %10s %12s\n' "launcher (pid $lpid)" "$((l1 - l0))" "$pct_l"
+	echo "  ($tck ticks/s; utime + stime from /proc/PID/stat)"
+	printf 'policies\tseconds\tworker_ticks\tworker_pct\tlauncher_pct\n%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct_w" "$pct_l" > "$out/s5_idle.tsv"
+	target 5 "idle worker CPU (% of a core)" "$pct_w" "< 1" "$(awk -v a="$pct_w" 'BEGIN {print (a < 1) ? 1 : 0}')"
+	sql "DO \$\$ BEGIN FOR i IN 1..$n LOOP EXECUTE format('DROP TABLE s5_%s', i); IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
+}
+
+# ---------------------------------------------------------------- 6
+s6() {
+	local have=0 size rep ms res list med per prev_per="" ok=1 worst=1
+	echo
+	echo "== 6. scale of policies: one SELECT ttl_runner() over N due policies (10 expired rows each), worker disabled, median of $s6_reps"
+	echo "   (max_locks_per_transaction = 1024 on this server: ttl_runner() holds each table's lock until it commits)"
+	worker off
+	sql "CREATE PROCEDURE s6_refill(n int) LANGUAGE plpgsql AS \$\$ BEGIN FOR i IN 1..n LOOP
+		EXECUTE format('INSERT INTO s6_%s SELECT now() - interval ''1 hour'' FROM generate_series(1, 10)', i);
+		IF i % 1000 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
+	printf '%10s %12s %14s  %s\n' policies "ms/pass" "ms/policy" "runs (ms)"
+	printf 'policies\tms_per_pass\tms_per_policy\n' > "$out/s6_scale.tsv"
+	for size in $s6_sizes; do
+		sql "DO \$\$ BEGIN FOR i IN $((have + 1))..$size LOOP
+			EXECUTE format('CREATE TABLE s6_%s (ts timestamptz NOT NULL)', i);
+			PERFORM ttl_create_index(format('s6_%s', i)::regclass, 'ts', 0);
+			IF i % 500 = 0 THEN COMMIT; END IF;
+		END LOOP; END \$\$"
+		have=$size
+		list=""
+		for rep in $(seq 1 $s6_reps); do
+			sql "CALL s6_refill($size)"
+			res=$(timed <<<"SELECT ttl_runner();")
+			ms=$(head -1 <<<"$res")
+			[ "$(sed -n 2p <<<"$res")" = $((size * 10)) ] || die "scenario 6: ttl_runner() deleted $(sed -n 2p <<<"$res") rows over $size policies, expected $((size * 10))"
+			list="$list$ms "
+		done
+		med=$(median <<<"$list")
+		per=$(calc "$med / $size" 4)
+		printf '%10s %12.1f %14s  %s\n' "$(fmt "$size")" "$med" "$per" "$list"
+		printf '%s\t%s\t%s\n' "$size" "$med" "$per" >> "$out/s6_scale.tsv"
+		# from 100 policies on, the per-policy cost must not grow (25% slack for noise)
+		if [ -n "$prev_per" ] && [ "$size" -ge 100 ]; then
+			worst=$(awk -v w="$worst" -v a="$per" -v b="$prev_per" 'BEGIN {r = a / b; print (r > w) ? r : w}')
+		fi
+		[ "$size" -ge 10 ] && prev_per=$per
+	done
+	worst=$(calc "$worst" 2)
+	echo "  per-policy cost growth from one size to the next (from 10 policies on): at most ${worst}x"
+	target 6 "per-policy cost growth (x per step)" "$worst" "<= 1.25" "$(le "$worst" 1.25)"
+	worker on
+	sql "DO \$\$ BEGIN FOR i IN 1..$have LOOP EXECUTE format('DROP TABLE s6_%s', i); IF i % 500 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
+}
+
+# ---------------------------------------------------------------- run
+for s in 1 2 3 4 5 6; do
+	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
+		t=$(date +%s)
+		s$s
+		echo "  (scenario $s$([ $s = 3 ] && [[ " $only " == *" 7 "* ]] && echo " and 7") took $(( $(date +%s) - t )) s)"
+	fi
+done
+
+# ---------------------------------------------------------------- chart
+if command -v gnuplot >/dev/null; then
+	if gnuplot -e "dir='$out'; s1n='$(fmt $s1_expired)'" "$here/test/bench/chart.gp" 2> "$dir/gnuplot.err"; then
+		echo
+		charts=""
+		for f in "$out"/*.png; do [ -e "$f" ] && charts="$charts $f"; done
+		echo "charts:${charts:- none (no scenario with a chart ran)}"
+	else
+		echo "chart: gnuplot failed:"; cat "$dir/gnuplot.err"
+		exit 1
+	fi
+else
+	echo "chart: skipped, gnuplot is not installed (apt-get install gnuplot-nox)"
+fi
+
+# ---------------------------------------------------------------- summary
+errors=$(sql "SELECT coalesce(sum(errors), 0) FROM ttl_index_policy_stats()")
+echo
+echo "== summary$([ $smoke = 1 ] && echo " (smoke run: sizes too small for the targets)")"
+printf '%-3s %-42s %-14s %-10s %s\n' "#" "figure" "measured" "target" "verdict"
+for line in "${summary[@]}"; do echo "$line"; done
+echo "worker errors counted: $errors; run took $(( $(date +%s) - started )) s"
+echo "machine: $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -m), PostgreSQL $($PGBIN/postgres --version | awk '{print $3}'), shared and noisy: figures vary between runs"
+[ "$errors" = 0 ] || die "the worker counted $errors failed batches: see $out/server.log"

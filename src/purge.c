@@ -57,6 +57,7 @@
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_publication.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "common/int.h"
@@ -67,6 +68,7 @@
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -330,6 +332,32 @@ ttl_tuple_busy(TupleTableSlot *slot)
 }
 
 /*
+ * ttl_publications_exist
+ *		Whether the current database has any publication, looked up once per
+ *		transaction (a CREATE PUBLICATION commits before a later transaction
+ *		sees it here).
+ */
+static bool
+ttl_publications_exist(void)
+{
+	static LocalTransactionId checked_in = InvalidLocalTransactionId;
+	static bool exist = false;
+	Relation	pubrel;
+	SysScanDesc scan;
+
+	if (checked_in == MyProc->lxid)
+		return exist;
+
+	pubrel = table_open(PublicationRelationId, AccessShareLock);
+	scan = systable_beginscan(pubrel, InvalidOid, false, NULL, 0, NULL);
+	exist = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(pubrel, AccessShareLock);
+	checked_in = MyProc->lxid;
+	return exist;
+}
+
+/*
  * ttl_direct_delete_ok
  *		Whether this batch may delete row versions itself (see the top of the
  *		file): true when a DELETE by the current user, the table owner, would
@@ -355,8 +383,12 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
 	/*
 	 * As the executor does for any DELETE: a table published with deletes
 	 * must have a replica identity, or the subscribers would miss them.
+	 * Building a table's publication data costs a few catalog lookups, which
+	 * ttl_runner() would pay for every table of a pass: skip it when the
+	 * database has no publication at all.
 	 */
-	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	if (ttl_publications_exist())
+		CheckCmdReplicaIdentity(rel, CMD_DELETE);
 
 	/* DELETE on the table, SELECT on the column (or the whole table) */
 	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE);

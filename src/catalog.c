@@ -86,6 +86,22 @@ ttl_catalog_namespace(bool missing_ok)
 }
 
 /*
+ * ttl_qualified_relname
+ *		Quoted schema.table name of a relation, or NULL when it is gone.
+ *		Needs a transaction (catalog lookups).
+ */
+char *
+ttl_qualified_relname(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL)
+		return NULL;
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  relname);
+}
+
+/*
  * ttl_catalog_relname
  *		Fully qualified, quoted name of the policy catalog.
  */

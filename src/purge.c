@@ -298,15 +298,12 @@ ttl_close_table(TtlOpenTable *t)
 void
 ttl_purge_no_index_error(TtlPolicy *policy, int elevel)
 {
-	char	   *relname = get_rel_name(policy->relid);
+	char	   *relname = ttl_qualified_relname(policy->relid);
 
 	ereport(elevel,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
 			 errmsg("table %s has no usable btree index on column \"%s\"",
-					relname ?
-					quote_qualified_identifier(get_namespace_name(get_rel_namespace(policy->relid)),
-											   relname) : "?",
-					policy->column_name),
+					relname ? relname : "?", policy->column_name),
 			 errdetail("Its expired rows are not deleted until there is one."),
 			 errhint("Call ttl_create_index() again to create the index.")));
 }

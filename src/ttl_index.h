@@ -75,6 +75,7 @@ typedef struct TtlPolicy
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
 extern Oid	ttl_catalog_namespace(bool missing_ok);
 extern char *ttl_catalog_relname(void);
+extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
 extern Oid	ttl_find_index(Relation rel, AttrNumber attnum);

@@ -245,13 +245,10 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	PG_TRY();
 	{
-		char	   *name = get_rel_name(e->policy.relid);
+		char	   *name = ttl_qualified_relname(e->policy.relid);
 
 		if (name != NULL)
-			strlcpy(relname,
-					quote_qualified_identifier(get_namespace_name(get_rel_namespace(e->policy.relid)),
-											   name),
-					sizeof(relname));
+			strlcpy(relname, name, sizeof(relname));
 		SPI_connect();
 		ttl_slot_batch_begin(&e->policy, &e->state, relname);
 		pgstat_report_activity(STATE_RUNNING,

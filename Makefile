@@ -5,15 +5,18 @@ OBJS = \
 	src/api.o \
 	src/backlog.o \
 	src/catalog.o \
+	src/expiry.o \
 	src/launcher.o \
+	src/partition.o \
 	src/progress.o \
 	src/purge.o \
 	src/stats.o \
+	src/target.o \
 	src/ttl_index.o \
 	src/worker.o
 
 EXTENSION = ttl_index
-DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql
+DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 REGRESS = ttl_index

@@ -2,8 +2,8 @@
  *
  * api.c
  *	  SQL-callable functions that manage policies: ttl_create_index(),
- *	  ttl_drop_index(), ttl_runner(), and the two internal functions the
- *	  install script and the catalog trigger call.
+ *	  ttl_drop_index(), ttl_pause(), ttl_resume(), ttl_runner(), and the
+ *	  internal functions the install script and the triggers call.
  *
  * Security model: the functions run as the caller.  Every check (the table
  * exists, is an ordinary permanent table, the caller owns it, the column
@@ -31,7 +31,11 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_index.h"
+#include "catalog/partition.h"
 #include "catalog/pg_type.h"
+#include "access/sysattr.h"
+#include "nodes/bitmapset.h"
+#include "optimizer/optimizer.h"
 #include "commands/comment.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -60,6 +64,9 @@ PG_FUNCTION_INFO_V1(ttl_drop_index);
 PG_FUNCTION_INFO_V1(ttl_runner);
 PG_FUNCTION_INFO_V1(ttl_index_policy_changed);
 PG_FUNCTION_INFO_V1(ttl_index_installed);
+PG_FUNCTION_INFO_V1(ttl_pause);
+PG_FUNCTION_INFO_V1(ttl_resume);
+PG_FUNCTION_INFO_V1(ttl_index_check_policy);
 
 /*
  * ttl_api_require
@@ -93,15 +100,14 @@ ttl_api_open_table(Oid relid, LOCKMODE lockmode)
 				 errmsg("relation with OID %u does not exist", relid)));
 
 	relkind = rel->rd_rel->relkind;
-	if (relkind != RELKIND_RELATION)
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an ordinary table", RelationGetRelationName(rel)),
-				 errdetail("TTL policies can be set only on ordinary tables, not on %s.",
+				 errdetail("TTL policies can be set only on ordinary and partitioned tables, not on %s.",
 						   relkind == RELKIND_VIEW ? "views" :
 						   relkind == RELKIND_MATVIEW ? "materialized views" :
 						   relkind == RELKIND_FOREIGN_TABLE ? "foreign tables" :
-						   relkind == RELKIND_PARTITIONED_TABLE ? "partitioned tables (set one on each partition)" :
 						   relkind == RELKIND_SEQUENCE ? "sequences" :
 						   relkind == RELKIND_INDEX || relkind == RELKIND_PARTITIONED_INDEX ? "indexes" :
 						   "this kind of relation")));
@@ -119,7 +125,7 @@ ttl_api_open_table(Oid relid, LOCKMODE lockmode)
 						RelationGetRelationName(rel)),
 				 errdetail("The background worker cannot see temporary tables of other sessions.")));
 
-	if (rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	if (relkind == RELKIND_RELATION && rel->rd_rel->relam != HEAP_TABLE_AM_OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" does not use the heap access method",
@@ -211,24 +217,96 @@ ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 }
 
 /*
+ * ttl_api_created_index
+ *		The index of the table on the column (as its first key, or in the
+ *		expression of its first key) that bears the comment
+ *		ttl_create_index() puts on the indexes it makes, or InvalidOid.  The comment, not an OID in the catalog, is the record:
+ *		it survives pg_dump and restore (where the catalog's data is loaded
+ *		before the indexes exist) and ALTER COLUMN ... TYPE (which rebuilds
+ *		indexes under new OIDs).
+ */
+static Oid
+ttl_api_created_index(Relation rel, AttrNumber attnum)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup;
+		bool		first_key;
+		char	   *comment;
+
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		first_key = ((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
+			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == attnum;
+		if (((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
+			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == 0)
+		{
+			bool		isnull;
+			Datum		d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indexprs, &isnull);
+			Bitmapset  *attrs = NULL;
+
+			if (!isnull)
+				pull_varattnos(linitial((List *) stringToNode(TextDatumGetCString(d))),
+							   1, &attrs);
+			first_key = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs);
+		}
+		ReleaseSysCache(tup);
+		if (!first_key)
+			continue;
+		comment = GetComment(indexoid, RelationRelationId, 0);
+		if (comment != NULL && strcmp(comment, TTL_INDEX_COMMENT) == 0)
+		{
+			result = indexoid;
+			break;
+		}
+	}
+	list_free(indexes);
+	return result;
+}
+
+/*
  * ttl_api_create_btree
- *		Create a btree index on the column, as the caller, and mark it as
- *		ttl_index's.  The name is <table>_<column>_ttl_idx, made unique if
- *		taken.
+ *		Create the btree index that serves a policy, as the caller, and mark
+ *		it as ttl_index's: on the key (the column, or ttl_expires_at() of it
+ *		and the per-row TTL), partial on the filter when the filter is
+ *		immutable (a partial index only holds rows the policy may touch),
+ *		else on "not yet soft-deleted" alone when there is a soft delete.
+ *		The name is <table>_<column>_ttl_idx, made unique if taken.
  */
 static void
-ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
+ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
+					 TtlTarget *t, const char *soft_column)
 {
 	char	   *idxname;
 	char	   *sql;
+	const char *where = NULL;
 	int			ret;
+	int			nestlevel;
+
+	if (t->filter != NULL && !contain_mutable_functions((Node *) t->filter))
+		where = t->filter_sql;
+	else if (soft_column != NULL)
+		where = psprintf("%s IS NULL", quote_identifier(soft_column));
 
 	idxname = ChooseRelationName(relname, colname, "ttl_idx", nsp, false);
-	sql = psprintf("CREATE INDEX %s ON %s (%s)",
+	sql = psprintf("CREATE INDEX %s ON %s (%s)%s%s",
 				   quote_identifier(idxname),
 				   quote_qualified_identifier(get_namespace_name(nsp), relname),
-				   quote_identifier(colname));
+				   t->key_sql,
+				   where ? " WHERE " : "", where ? where : "");
+
+	/* the filter's text was deparsed for this search_path */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	ret = SPI_execute(sql, false, 0);
+	AtEOXact_GUC(true, nestlevel);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create index: %s", SPI_result_code_string(ret));
 
@@ -247,6 +325,171 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname)
 }
 
 /*
+ * ttl_api_catalog_is_current
+ *		Whether the policy catalog has the 1.2 columns (it has not between
+ *		installing this library and ALTER EXTENSION UPDATE).
+ */
+static bool
+ttl_api_catalog_is_current(void)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
+}
+
+/*
+ * ttl_api_arg_null
+ *		Whether argument argno is NULL or not passed at all (a call through
+ *		the SQL definition of an older version, before ALTER EXTENSION
+ *		UPDATE, passes fewer).
+ */
+static bool
+ttl_api_arg_null(FunctionCallInfo fcinfo, int argno)
+{
+	return argno >= PG_NARGS() || PG_ARGISNULL(argno);
+}
+
+static char *
+ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return ttl_api_arg_null(fcinfo, argno) ? NULL :
+		text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/* argument numbers of ttl_create_index() */
+#define TTL_ARG_BATCH_SIZE		3
+#define TTL_ARG_SOFT_COLUMN		4
+#define TTL_ARG_TTL_COLUMN		5
+#define TTL_ARG_FILTER			6
+#define TTL_ARG_UNIT			7
+#define TTL_ARG_ACTION			8
+#define TTL_ARG_ARCHIVE_TABLE	9
+#define TTL_ARG_RATE_LIMIT		10
+
+/*
+ * ttl_api_options
+ *		Read and check the options of ttl_create_index() that do not need
+ *		the table: batch size, rate limit, unit, action.  Fills policy.
+ */
+static void
+ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
+				char **action)
+{
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_BATCH_SIZE))
+	{
+		policy->batch_size = PG_GETARG_INT32(TTL_ARG_BATCH_SIZE);
+		if (policy->batch_size < 1 || policy->batch_size > TTL_MAX_BATCH_SIZE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_size must be between 1 and %d", TTL_MAX_BATCH_SIZE),
+					 errhint("Pass NULL to use ttl_index.batch_size.")));
+	}
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_RATE_LIMIT))
+	{
+		policy->rate_limit = PG_GETARG_INT32(TTL_ARG_RATE_LIMIT);
+		if (policy->rate_limit < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rate_limit must be a positive number of rows per second"),
+					 errhint("Pass NULL for no limit of the policy's own.")));
+	}
+
+	*unit = ttl_api_text_arg(fcinfo, TTL_ARG_UNIT);
+	if (*unit != NULL && (policy->unit_ns = ttl_unit_parse(*unit)) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unit must be one of 's', 'ms', 'us' or 'ns', not \"%s\"", *unit)));
+
+	policy->soft_column = ttl_api_text_arg(fcinfo, TTL_ARG_SOFT_COLUMN);
+	policy->archive_relid = ttl_api_arg_null(fcinfo, TTL_ARG_ARCHIVE_TABLE) ?
+		InvalidOid : PG_GETARG_OID(TTL_ARG_ARCHIVE_TABLE);
+	*action = ttl_api_text_arg(fcinfo, TTL_ARG_ACTION);
+	if (*action == NULL)
+		*action = policy->soft_column ? "soft_delete" :
+			OidIsValid(policy->archive_relid) ? "archive" : "delete";
+
+	if (strcmp(*action, "delete") == 0)
+		policy->action = TTL_ACTION_DELETE;
+	else if (strcmp(*action, "archive") == 0)
+		policy->action = TTL_ACTION_ARCHIVE;
+	else if (strcmp(*action, "soft_delete") == 0)
+		policy->action = TTL_ACTION_SOFT_DELETE;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("action must be 'delete', 'archive' or 'soft_delete', not \"%s\"", *action)));
+
+	if ((policy->action == TTL_ACTION_ARCHIVE) != OidIsValid(policy->archive_relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 policy->action == TTL_ACTION_ARCHIVE ?
+				 errmsg("action 'archive' needs archive_table") :
+				 errmsg("archive_table is only for action 'archive'")));
+	if ((policy->action == TTL_ACTION_SOFT_DELETE) != (policy->soft_column != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 policy->action == TTL_ACTION_SOFT_DELETE ?
+				 errmsg("action 'soft_delete' needs soft_delete_column") :
+				 errmsg("soft_delete_column is only for action 'soft_delete'")));
+}
+
+/*
+ * ttl_api_check_archive
+ *		The archive table must be a table other than the policy's, that the
+ *		table's owner (the caller) may insert into.
+ */
+static void
+ttl_api_check_archive(Relation rel, Oid archive)
+{
+	char		relkind = get_rel_relkind(archive);
+	AclResult	aclresult;
+
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("archive_table \"%s\" is not a table",
+						get_rel_name(archive) ? get_rel_name(archive) : "?")));
+	if (archive == RelationGetRelid(rel) ||
+		get_rel_relispartition(archive) ||
+		(rel->rd_rel->relispartition &&
+		 list_member_oid(get_partition_ancestors(RelationGetRelid(rel)), archive)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("archive_table must be a table of its own, not the table or one of its partitions")));
+	if (get_rel_persistence(archive) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("archive_table must not be a temporary table")));
+	aclresult = pg_class_aclcheck(archive, GetUserId(), ACL_INSERT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(archive));
+}
+
+/*
+ * ttl_api_check_statement
+ *		Prepare (not run) the statement a batch of the policy would run, as
+ *		the caller: the archive table's columns, the soft-delete column's
+ *		type and the caller's privileges are checked the way the purge will
+ *		meet them.
+ */
+static void
+ttl_api_check_statement(TtlPolicy *policy, TtlTarget *t)
+{
+	Oid			argtypes[3] = {TIDARRAYOID, t->keytype, INTERVALOID};
+	int			nestlevel = NewGUCNestLevel();
+	SPIPlanPtr	plan;
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	plan = SPI_prepare(ttl_target_action_sql(policy, t), 3, argtypes);
+	AtEOXact_GUC(true, nestlevel);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the purge statement: %s",
+			 SPI_result_code_string(SPI_result));
+	SPI_freeplan(plan);
+}
+
+/*
  * ttl_api_create
  *		Shared body of both ttl_create_index() variants, once expire_after is
  *		known as an interval.
@@ -256,73 +499,157 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	char	   *colname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
+	char	   *unit;
+	char	   *action;
+	TtlPolicy	policy;
+	TtlTarget	t;
 	Relation	rel;
 	AttrNumber	attnum;
-	Form_pg_attribute att;
 	Oid			indexoid;
+	Oid			created;
 	Oid			nsp;
 	char	   *relname;
 	char	   *sql;
-	Oid			argtypes[4] = {OIDOID, NAMEOID, INTERVALOID, INT4OID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[11] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID};
+	Datum		values[11];
+	char		nulls[11];
 	NameData	colnamedata;
+	NameData	ttlnamedata;
+	NameData	softnamedata;
 	int			ret;
 	bool		isnull;
 	int32		id;
 
-	if (!PG_ARGISNULL(3))
-	{
-		int32		batch_size = PG_GETARG_INT32(3);
-
-		if (batch_size < 1 || batch_size > TTL_MAX_BATCH_SIZE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("batch_size must be between 1 and %d", TTL_MAX_BATCH_SIZE),
-					 errhint("Pass NULL to use ttl_index.batch_size.")));
-	}
+	memset(&policy, 0, sizeof(policy));
+	ttl_api_options(fcinfo, &policy, &unit, &action);
+	policy.ttl_column = ttl_api_text_arg(fcinfo, TTL_ARG_TTL_COLUMN);
+	policy.expire_after = ttl_interval_usecs(expire_after);
+	if (policy.ttl_column != NULL && policy.unit_ns != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unit cannot be combined with ttl_column"),
+				 errdetail("With ttl_column, the TTL column is a timestamp and the per-row TTL is in seconds or an interval.")));
 
 	/* ShareLock: we may build an index, and the table must not change under us */
 	rel = ttl_api_open_table(relid, ShareLock);
 	attnum = ttl_api_column(rel, colname);
-	att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-	if (!ttl_type_supported(att->atttypid))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" of relation \"%s\" is of type %s",
-						colname, RelationGetRelationName(rel),
-						format_type_be(att->atttypid)),
-				 errdetail("A TTL column must be of type timestamp with time zone, timestamp without time zone or date.")));
+	namestrcpy(&colnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname));
+	policy.relid = relid;
+	policy.attnum = attnum;
+	policy.column_name = NameStr(colnamedata);
+	if (policy.ttl_column != NULL)
+	{
+		AttrNumber	a = ttl_api_column(rel, policy.ttl_column);
 
-	namestrcpy(&colnamedata, NameStr(att->attname));
-	indexoid = ttl_find_index(rel, attnum);
+		if (a == attnum)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ttl_column must not be the TTL column itself")));
+		namestrcpy(&ttlnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname));
+		policy.ttl_column = NameStr(ttlnamedata);
+	}
+	if (policy.soft_column != NULL)
+	{
+		AttrNumber	a = ttl_api_column(rel, policy.soft_column);
+
+		namestrcpy(&softnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname));
+		policy.soft_column = NameStr(softnamedata);
+	}
+	if (policy.action == TTL_ACTION_ARCHIVE)
+		ttl_api_check_archive(rel, policy.archive_relid);
+
+	/* the filter, parsed and checked as the caller, stored as deparsed */
+	if (filter != NULL)
+		policy.filter = ttl_filter_deparse(rel, ttl_filter_parse(rel, filter));
+
+	(void) ttl_target_resolve(&policy, rel, &t, false);
+
+	SPI_connect();
+	ttl_api_check_statement(&policy, &t);
+
+	/*
+	 * The index: one that serves the policy as it now is, else a new one.
+	 * An index this function made earlier for the column that no longer
+	 * serves it (the options changed) is dropped.
+	 */
+	indexoid = ttl_find_index(&t);
+	created = ttl_api_created_index(rel, attnum);
 	nsp = RelationGetNamespace(rel);
 	relname = pstrdup(RelationGetRelationName(rel));
 
 	/* CREATE INDEX refuses a table we hold open; the lock stays */
 	table_close(rel, NoLock);
+	if (OidIsValid(created) && created != indexoid)
+	{
+		ObjectAddress obj;
 
-	SPI_connect();
+		ObjectAddressSet(obj, RelationRelationId, created);
+		performDeletion(&obj, DROP_RESTRICT, 0);
+		CommandCounterIncrement();
+	}
 	if (!OidIsValid(indexoid))
-		ttl_api_create_btree(nsp, relname, NameStr(colnamedata));
+		ttl_api_create_btree(nsp, relname, NameStr(colnamedata), &t, policy.soft_column);
 
+	if (!ttl_api_catalog_is_current())
+	{
+		/* the library is newer than the installed SQL definitions */
+		if (policy.ttl_column || policy.filter || unit || policy.action != TTL_ACTION_DELETE ||
+			policy.rate_limit > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("these options of ttl_create_index need version 1.2 of the extension"),
+					 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+	}
+
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = NameGetDatum(&colnamedata);
 	values[2] = IntervalPGetDatum(expire_after);
-	if (PG_ARGISNULL(3))
-		nulls[3] = 'n';
-	else
-		values[3] = Int32GetDatum(PG_GETARG_INT32(3));
+	values[3] = Int32GetDatum(policy.batch_size);
+	nulls[3] = policy.batch_size > 0 ? ' ' : 'n';
+	values[4] = NameGetDatum(&ttlnamedata);
+	nulls[4] = policy.ttl_column ? ' ' : 'n';
+	values[5] = policy.filter ? CStringGetTextDatum(policy.filter) : (Datum) 0;
+	nulls[5] = policy.filter ? ' ' : 'n';
+	values[6] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
+	nulls[6] = unit ? ' ' : 'n';
+	values[7] = CStringGetTextDatum(action);
+	values[8] = ObjectIdGetDatum(policy.archive_relid);
+	nulls[8] = OidIsValid(policy.archive_relid) ? ' ' : 'n';
+	values[9] = NameGetDatum(&softnamedata);
+	nulls[9] = policy.soft_column ? ' ' : 'n';
+	values[10] = Int32GetDatum(policy.rate_limit);
+	nulls[10] = policy.rate_limit > 0 ? ' ' : 'n';
 
-	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
-				   " VALUES ($1, $2, 0, $3, $4)"
+	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
+				   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit)"
+				   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 				   " ON CONFLICT (relid, attnum) DO UPDATE"
 				   " SET expire_after = excluded.expire_after,"
 				   "     batch_size = excluded.batch_size,"
-				   "     column_name = excluded.column_name"
+				   "     column_name = excluded.column_name,"
+				   "     ttl_column = excluded.ttl_column,"
+				   "     filter = excluded.filter,"
+				   "     unit = excluded.unit,"
+				   "     action = excluded.action,"
+				   "     archive_table = excluded.archive_table,"
+				   "     soft_delete_column = excluded.soft_delete_column,"
+				   "     rate_limit = excluded.rate_limit"
 				   " RETURNING id",
 				   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, 4, argtypes, values, nulls);
+	if (!ttl_api_catalog_is_current())
+		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
+					   " VALUES ($1, $2, 0, $3, $4)"
+					   " ON CONFLICT (relid, attnum) DO UPDATE"
+					   " SET expire_after = excluded.expire_after,"
+					   "     batch_size = excluded.batch_size,"
+					   "     column_name = excluded.column_name"
+					   " RETURNING id",
+					   ttl_catalog_relname());
+	ret = ttl_api_as_extension_owner(sql, ttl_api_catalog_is_current() ? 11 : 4,
+									 argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -386,48 +713,6 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 	span = palloc0(sizeof(Interval));
 	span->time = secs * USECS_PER_SEC;
 	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
-}
-
-/*
- * ttl_api_created_index
- *		The index of the table whose first key is the column and that bears
- *		the comment ttl_create_index() puts on the indexes it makes, or
- *		InvalidOid.  The comment, not an OID in the catalog, is the record:
- *		it survives pg_dump and restore (where the catalog's data is loaded
- *		before the indexes exist) and ALTER COLUMN ... TYPE (which rebuilds
- *		indexes under new OIDs).
- */
-static Oid
-ttl_api_created_index(Relation rel, AttrNumber attnum)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	Oid			result = InvalidOid;
-
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup;
-		bool		first_key;
-		char	   *comment;
-
-		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		first_key = ((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
-			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == attnum;
-		ReleaseSysCache(tup);
-		if (!first_key)
-			continue;
-		comment = GetComment(indexoid, RelationRelationId, 0);
-		if (comment != NULL && strcmp(comment, TTL_INDEX_COMMENT) == 0)
-		{
-			result = indexoid;
-			break;
-		}
-	}
-	list_free(indexes);
-	return result;
 }
 
 /*
@@ -523,5 +808,125 @@ ttl_index_installed(PG_FUNCTION_ARGS)
 				(errmsg("ttl_index is not in shared_preload_libraries: expired rows will not be deleted automatically"),
 				 errhint("Add ttl_index to shared_preload_libraries and restart the server; until then, call ttl_runner() to purge.")));
 	ttl_wake_at_commit();
+	PG_RETURN_VOID();
+}
+
+/*
+ * ttl_api_set_enabled
+ *		Body of ttl_pause() and ttl_resume(): set the enabled flag of the
+ *		table's policies (or of the one on a column).  Returns how many
+ *		policies there are; an error when there is none.
+ */
+static int32
+ttl_api_set_enabled(FunctionCallInfo fcinfo, bool enabled)
+{
+	Oid			relid;
+	Relation	rel;
+	AttrNumber	attnum = 0;
+	char	   *colname = NULL;
+	char	   *sql;
+	Oid			argtypes[3] = {OIDOID, INT2OID, BOOLOID};
+	Datum		values[3];
+	int			ret;
+	int32		count;
+
+	ttl_api_require(fcinfo, 0, "table_name");
+	relid = PG_GETARG_OID(0);
+	rel = ttl_api_open_table(relid, ShareUpdateExclusiveLock);
+	if (!PG_ARGISNULL(1))
+	{
+		colname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		attnum = ttl_api_column(rel, colname);
+	}
+
+	SPI_connect();
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int16GetDatum(attnum);
+	values[2] = BoolGetDatum(enabled);
+	/* every policy of the table, so that the count says what there is */
+	sql = psprintf("UPDATE %s SET enabled = $3"
+				   " WHERE relid = $1 AND ($2 = 0 OR attnum = $2)",
+				   ttl_catalog_relname());
+	ret = ttl_api_as_extension_owner(sql, 3, argtypes, values, NULL);
+	if (ret != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the TTL policy: %s", SPI_result_code_string(ret));
+	count = (int32) SPI_processed;
+	if (count == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 colname ?
+				 errmsg("table \"%s\" has no TTL policy on column \"%s\"",
+						RelationGetRelationName(rel), colname) :
+				 errmsg("table \"%s\" has no TTL policy", RelationGetRelationName(rel))));
+	SPI_finish();
+	table_close(rel, NoLock);
+	return count;
+}
+
+/*
+ * ttl_pause(table regclass, column text DEFAULT NULL) returns integer
+ *		Stop purging the table's policies (or the column's) until
+ *		ttl_resume(); the policies, their index and counters stay.
+ */
+Datum
+ttl_pause(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(ttl_api_set_enabled(fcinfo, false));
+}
+
+/*
+ * ttl_resume(table regclass, column text DEFAULT NULL) returns integer
+ *		Purge paused policies again.
+ */
+Datum
+ttl_resume(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(ttl_api_set_enabled(fcinfo, true));
+}
+
+/*
+ * ttl_index_check_policy(policy_id integer) returns void
+ *		Called by the ALTER TABLE event trigger for each policy of an altered
+ *		table: raise an error, which undoes the ALTER TABLE, when the policy
+ *		can no longer work on the table as it now is (a column type it
+ *		cannot use, a filter that no longer parses).
+ */
+Datum
+ttl_index_check_policy(PG_FUNCTION_ARGS)
+{
+	int32		id = PG_GETARG_INT32(0);
+	List	   *policies;
+	ListCell   *lc;
+
+	SPI_connect();
+	policies = ttl_load_policies(CurrentMemoryContext);
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		Relation	rel;
+		TtlTarget	t;
+
+		if (p->id != id)
+			continue;
+		rel = try_relation_open(p->relid, AccessShareLock);
+		if (rel == NULL)
+			break;
+		if (ttl_target_resolve(p, rel, &t, true) == TTL_TARGET_BAD)
+		{
+			Oid			typid = TupleDescAttr(RelationGetDescr(rel), p->attnum - 1)->atttypid;
+
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("column \"%s\" of table %s has a TTL policy, which cannot use type %s",
+							p->column_name, ttl_qualified_relname(p->relid),
+							format_type_be(typid)),
+					 errhint("Drop the policy with ttl_drop_index() first, or keep the column of a type the policy can use.")));
+		}
+		/* the types are right: this raises the type or filter error itself */
+		(void) ttl_target_resolve(p, rel, &t, false);
+		relation_close(rel, NoLock);
+		break;
+	}
+	SPI_finish();
 	PG_RETURN_VOID();
 }

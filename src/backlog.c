@@ -81,7 +81,7 @@ ttl_backlog_tuples(Oid relid)
  */
 static double
 ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
-							   int64 expire_after, TimestampTz now)
+							   int64 unit_ns, int64 expire_after, TimestampTz now)
 {
 	int			lo = 0;
 	int			hi = nbounds;
@@ -97,7 +97,7 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (ttl_key_expiry(typid, bounds[mid], expire_after) < now)
+		if (ttl_key_expiry(typid, unit_ns, bounds[mid], expire_after) < now)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -107,8 +107,8 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	if (lo == nbounds)
 		return 1;
 
-	below = ttl_key_expiry(typid, bounds[lo - 1], expire_after);
-	above = ttl_key_expiry(typid, bounds[lo], expire_after);
+	below = ttl_key_expiry(typid, unit_ns, bounds[lo - 1], expire_after);
+	above = ttl_key_expiry(typid, unit_ns, bounds[lo], expire_after);
 	if (!TIMESTAMP_NOT_FINITE(below) && !TIMESTAMP_NOT_FINITE(above) &&
 		above > below)
 		within = (double) (now - below) / (double) (above - below);
@@ -134,8 +134,16 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 	double		hist_fraction = 0;
 	double		selectivity;
 
+	/*
+	 * The column's statistics say nothing of a per-row TTL or a filter, and
+	 * a partitioned table has none of its own rows: no estimate.
+	 */
+	if (policy->ttl_column != NULL || policy->filter != NULL ||
+		policy->soft_column != NULL ||
+		get_rel_relkind(policy->relid) != RELKIND_RELATION)
+		return false;
 	typid = get_atttype(policy->relid, policy->attnum);
-	if (!ttl_type_supported(typid))
+	if (!ttl_key_type_ok(typid, policy->unit_ns))
 		return false;
 	tuples = ttl_backlog_tuples(policy->relid);
 	if (tuples < 0)
@@ -155,7 +163,7 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 		for (int i = 0; i < sslot.nvalues && i < sslot.nnumbers; i++)
 		{
 			mcv_total += sslot.numbers[i];
-			if (ttl_key_expiry(typid, sslot.values[i], policy->expire_after) < now)
+			if (ttl_key_expiry(typid, policy->unit_ns, sslot.values[i], policy->expire_after) < now)
 				mcv_expired += sslot.numbers[i];
 		}
 		free_attstatsslot(&sslot);
@@ -165,6 +173,7 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 	{
 		hist_fraction = ttl_backlog_histogram_fraction(typid, sslot.values,
 													   sslot.nvalues,
+													   policy->unit_ns,
 													   policy->expire_after,
 													   now);
 		free_attstatsslot(&sslot);

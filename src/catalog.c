@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  Reading the policy catalog (ttl_index_policy) and choosing the btree
- *	  index a purge scans.
+ *	  Reading the policy catalog (ttl_index_policy), and names the other
+ *	  files need for messages and statements.
  *
  * The catalog is an ordinary table in the extension's schema, read through
  * SPI with fully qualified names, so a caller's search_path cannot redirect
@@ -136,13 +136,32 @@ List *
 ttl_load_policies(MemoryContext cxt)
 {
 	char	   *sql;
+	char	   *catalog = ttl_catalog_relname();
 	List	   *result = NIL;
 	int			ret;
+	Oid			catrelid;
+	bool		v12;
 
-	sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
-				   " expire_after, coalesce(batch_size, 0), enabled"
-				   " FROM %s ORDER BY id",
-				   ttl_catalog_relname());
+	/*
+	 * Between installing a newer library and ALTER EXTENSION UPDATE, the
+	 * catalog has the columns of the older version: read those, with the
+	 * defaults of the newer ones.
+	 */
+	catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+	v12 = OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
+	if (v12)
+		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
+					   " expire_after, coalesce(batch_size, 0), enabled,"
+					   " ttl_column::pg_catalog.text, filter, unit, action,"
+					   " archive_table::pg_catalog.oid, soft_delete_column::pg_catalog.text,"
+					   " coalesce(rate_limit, 0)"
+					   " FROM %s ORDER BY id", catalog);
+	else
+		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
+					   " expire_after, coalesce(batch_size, 0), enabled,"
+					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
+					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0"
+					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read the ttl_index policy catalog: %s",
@@ -155,6 +174,8 @@ ttl_load_policies(MemoryContext cxt)
 		MemoryContext old;
 		TtlPolicy  *p;
 		bool		isnull;
+		Datum		d;
+		char	   *action;
 
 		old = MemoryContextSwitchTo(cxt);
 		p = palloc0(sizeof(TtlPolicy));
@@ -166,99 +187,23 @@ ttl_load_policies(MemoryContext cxt)
 			ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
 		p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		d = SPI_getbinval(tup, desc, 8, &isnull);
+		p->ttl_column = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 9, &isnull);
+		p->filter = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, desc, 10, &isnull);
+		p->unit_ns = isnull ? 0 : ttl_unit_parse(TextDatumGetCString(d));
+		action = TextDatumGetCString(SPI_getbinval(tup, desc, 11, &isnull));
+		p->action = strcmp(action, "archive") == 0 ? TTL_ACTION_ARCHIVE :
+			strcmp(action, "soft_delete") == 0 ? TTL_ACTION_SOFT_DELETE :
+			TTL_ACTION_DELETE;
+		d = SPI_getbinval(tup, desc, 12, &isnull);
+		p->archive_relid = isnull ? InvalidOid : DatumGetObjectId(d);
+		d = SPI_getbinval(tup, desc, 13, &isnull);
+		p->soft_column = isnull ? NULL : TextDatumGetCString(d);
+		p->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 14, &isnull));
 		result = lappend(result, p);
 		MemoryContextSwitchTo(old);
 	}
 	return result;
-}
-
-/*
- * ttl_type_supported
- *		Column types a TTL policy can use.
- */
-bool
-ttl_type_supported(Oid typid)
-{
-	return typid == TIMESTAMPTZOID || typid == TIMESTAMPOID || typid == DATEOID;
-}
-
-/*
- * ttl_index_is_btree
- *		Whether an index uses the btree access method.
- */
-static bool
-ttl_index_is_btree(Oid indexoid)
-{
-	HeapTuple	tup;
-	bool		result;
-
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	result = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
-	ReleaseSysCache(tup);
-	return result;
-}
-
-/*
- * ttl_find_index
- *		A btree index a purge can range-scan on the column: valid, ready,
- *		no predicate, the column as its ascending first key with the type's
- *		default operator class.  Single-column indexes are preferred, as they
- *		are the smallest to scan.  Returns InvalidOid when there is none.
- *
- * The caller holds a lock on rel.
- */
-Oid
-ttl_find_index(Relation rel, AttrNumber attnum)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	Oid			typid = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-	Oid			defopclass = GetDefaultOpClass(typid, BTREE_AM_OID);
-	Oid			best = InvalidOid;
-	int			best_natts = INT_MAX;
-	ListCell   *lc;
-
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup;
-		Form_pg_index idx;
-		Datum		datum;
-		oidvector  *indclass;
-		int2vector *indoption;
-		bool		usable;
-
-		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		idx = (Form_pg_index) GETSTRUCT(tup);
-
-		usable = idx->indisvalid && idx->indisready && idx->indislive &&
-			idx->indnkeyatts >= 1 && idx->indkey.values[0] == attnum &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			ttl_index_is_btree(indexoid);
-		if (usable)
-		{
-			datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &usable);
-			indclass = (oidvector *) DatumGetPointer(datum);
-			usable = !usable && indclass->values[0] == defopclass;
-		}
-		if (usable)
-		{
-			bool		isnull;
-
-			datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indoption, &isnull);
-			indoption = (int2vector *) DatumGetPointer(datum);
-			usable = !isnull && (indoption->values[0] & INDOPTION_DESC) == 0;
-		}
-		if (usable && idx->indnatts < best_natts)
-		{
-			best = indexoid;
-			best_natts = idx->indnatts;
-		}
-		ReleaseSysCache(tup);
-	}
-	list_free(indexes);
-	return best;
 }

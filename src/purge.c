@@ -56,6 +56,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_publication.h"
 #include "catalog/pg_type.h"
@@ -72,13 +73,16 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/date.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "ttl_index.h"
 
@@ -95,8 +99,11 @@ typedef struct TtlOpenTable
 {
 	Relation	rel;
 	Relation	irel;
-	Oid			typid;
+	Oid			typid;			/* the key's type */
 	char	   *relname;		/* qualified, for messages */
+	TtlTarget	tgt;			/* the policy applied to rel */
+	EState	   *estate;			/* for the filter, when there is one */
+	ExprState  *filter;
 } TtlOpenTable;
 
 typedef struct TtlErrorContext
@@ -119,82 +126,6 @@ ttl_purge_errcontext(void *arg)
 }
 
 /*
- * ttl_cutoff
- *		The scan bound for a pass that began at `now`: a row is expired when
- *		its key is strictly below the returned value.
- *
- * timestamptz compares as is.  timestamp (without time zone) is read as
- * local time in the server's TimeZone, like now()::timestamp.  A date d
- * expires expire_after after midnight at the start of d, local time.
- */
-static Datum
-ttl_cutoff(Oid typid, TimestampTz now, int64 expire_after)
-{
-	TimestampTz limit = now - expire_after;
-	Timestamp	local;
-	DateADT		day;
-
-	switch (typid)
-	{
-		case TIMESTAMPTZOID:
-			return TimestampTzGetDatum(limit);
-		case TIMESTAMPOID:
-			return DirectFunctionCall1(timestamptz_timestamp,
-									   TimestampTzGetDatum(limit));
-		case DATEOID:
-			local = DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
-														  TimestampTzGetDatum(limit)));
-			day = DatumGetDateADT(DirectFunctionCall1(timestamp_date,
-													  TimestampGetDatum(local)));
-			/* day's midnight is expired only if strictly before `local` */
-			if ((Timestamp) day * USECS_PER_DAY < local)
-				day++;
-			return DateADTGetDatum(day);
-		default:
-			elog(ERROR, "unsupported TTL column type %u", typid);
-	}
-	return (Datum) 0;			/* keep compiler quiet */
-}
-
-/*
- * ttl_key_expiry
- *		The instant a row with this key expires.  Infinite keys give
- *		DT_NOEND (never) or DT_NOBEGIN (always).
- */
-TimestampTz
-ttl_key_expiry(Oid typid, Datum key, int64 expire_after)
-{
-	TimestampTz ts;
-
-	switch (typid)
-	{
-		case TIMESTAMPTZOID:
-			ts = DatumGetTimestampTz(key);
-			break;
-		case TIMESTAMPOID:
-			if (TIMESTAMP_NOT_FINITE(DatumGetTimestamp(key)))
-				ts = DatumGetTimestamp(key);
-			else
-				ts = DatumGetTimestampTz(DirectFunctionCall1(timestamp_timestamptz, key));
-			break;
-		case DATEOID:
-			if (DATE_NOT_FINITE(DatumGetDateADT(key)))
-				ts = DATE_IS_NOBEGIN(DatumGetDateADT(key)) ? DT_NOBEGIN : DT_NOEND;
-			else
-				ts = DatumGetTimestampTz(DirectFunctionCall1(date_timestamptz, key));
-			break;
-		default:
-			elog(ERROR, "unsupported TTL column type %u", typid);
-	}
-	if (TIMESTAMP_NOT_FINITE(ts))
-		return ts;
-	/* keys within expire_after of the end of time never expire */
-	if (pg_add_s64_overflow(ts, expire_after, &ts))
-		return DT_NOEND;
-	return ts;
-}
-
-/*
  * ttl_btree_proc
  *		The comparison function of the column type's default btree opfamily
  *		for a strategy.
@@ -214,52 +145,48 @@ ttl_btree_proc(Relation irel, Oid typid, StrategyNumber strategy)
 
 /*
  * ttl_open_table
- *		Lock and open the table and its TTL index without waiting.
+ *		Lock and open a table of the policy (its own, or one partition) and
+ *		the index that serves it, without waiting.
  *
  * Returns the outcome: TTL_BATCH_MORE when both are open, TTL_BATCH_LOCKED
- * when a lock was not free, TTL_BATCH_GONE when the table is gone,
- * TTL_BATCH_NO_INDEX when it has no usable index.  Raises an error when the
- * policy cannot work (column type changed).
+ * when a lock was not free, TTL_BATCH_GONE when the table or a column is
+ * gone, TTL_BATCH_NO_INDEX when it has no usable index.  Raises an error
+ * when the policy cannot work (column type changed), or with noerror
+ * returns TTL_BATCH_GONE.  `lockmode` is the table lock: RowExclusiveLock
+ * to purge, AccessShareLock to look.
  */
 static TtlBatchOutcome
-ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
+ttl_open_table(TtlPolicy *policy, Oid relid, TtlOpenTable *t, LOCKMODE lockmode,
+			   bool noerror)
 {
-	Form_pg_attribute att;
 	Oid			indexoid;
 
 	memset(t, 0, sizeof(TtlOpenTable));
 
-	if (!ConditionalLockRelationOid(policy->relid, RowExclusiveLock))
+	if (!ConditionalLockRelationOid(relid, lockmode))
 		return TTL_BATCH_LOCKED;
-	t->rel = try_relation_open(policy->relid, NoLock);
+	t->rel = try_relation_open(relid, NoLock);
 	if (t->rel == NULL)
 	{
-		UnlockRelationOid(policy->relid, RowExclusiveLock);
+		UnlockRelationOid(relid, lockmode);
 		return TTL_BATCH_GONE;
 	}
-	t->relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(t->rel)),
-											RelationGetRelationName(t->rel));
+	t->relname = ttl_qualified_relname(relid);
 
 	if (t->rel->rd_rel->relkind != RELKIND_RELATION ||
 		t->rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	{
+		if (noerror)
+			return TTL_BATCH_GONE;
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an ordinary heap table",
 						RelationGetRelationName(t->rel))));
+	}
 
-	if (policy->attnum <= 0 || policy->attnum > RelationGetNumberOfAttributes(t->rel))
+	if (ttl_target_resolve(policy, t->rel, &t->tgt, noerror) != TTL_TARGET_OK)
 		return TTL_BATCH_GONE;
-	att = TupleDescAttr(RelationGetDescr(t->rel), policy->attnum - 1);
-	if (att->attisdropped)
-		return TTL_BATCH_GONE;
-	if (!ttl_type_supported(att->atttypid))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" of table %s is of type %s, which a TTL policy cannot use",
-						NameStr(att->attname), t->relname,
-						format_type_be(att->atttypid)),
-				 errhint("Change the column back to timestamptz, timestamp or date, or drop the policy with ttl_drop_index().")));
-	t->typid = att->atttypid;
+	t->typid = t->tgt.keytype;
 
 	/*
 	 * No usable index is a state, not a failed batch: during a restore the
@@ -267,7 +194,7 @@ ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
 	 * woken by it must not count errors.  The caller says so (see
 	 * ttl_purge_no_index_error).
 	 */
-	indexoid = ttl_find_index(t->rel, policy->attnum);
+	indexoid = ttl_find_index(&t->tgt);
 	if (!OidIsValid(indexoid))
 		return TTL_BATCH_NO_INDEX;
 	if (!ConditionalLockRelationOid(indexoid, AccessShareLock))
@@ -278,16 +205,54 @@ ttl_open_table(TtlPolicy *policy, TtlOpenTable *t)
 }
 
 /*
- * ttl_close_table
- *		Close what ttl_open_table opened; locks stay until transaction end.
+ * ttl_filter_begin
+ *		Prepare the target's filter for evaluation on the rows the scan
+ *		finds.  Runs as the table owner (the filter may call the owner's
+ *		functions).
  */
 static void
-ttl_close_table(TtlOpenTable *t)
+ttl_filter_begin(TtlOpenTable *t)
 {
+	if (t->tgt.filter == NULL)
+		return;
+	t->estate = CreateExecutorState();
+	t->filter = ExecPrepareExpr(t->tgt.filter, t->estate);
+}
+
+/*
+ * ttl_filter_passes
+ *		Whether the row in the slot passes the filter (true without one).
+ */
+static bool
+ttl_filter_passes(TtlOpenTable *t, TupleTableSlot *slot)
+{
+	ExprContext *econtext;
+	bool		isnull;
+	Datum		d;
+
+	if (t->filter == NULL)
+		return true;
+	econtext = GetPerTupleExprContext(t->estate);
+	econtext->ecxt_scantuple = slot;
+	d = ExecEvalExprSwitchContext(t->filter, econtext, &isnull);
+	ResetExprContext(econtext);
+	return !isnull && DatumGetBool(d);
+}
+
+/*
+ * ttl_close_table
+ *		Close what ttl_open_table opened; locks stay until transaction end
+ *		unless `lockmode` says which to release.
+ */
+static void
+ttl_close_table(TtlOpenTable *t, LOCKMODE lockmode)
+{
+	if (t->estate)
+		FreeExecutorState(t->estate);
 	if (t->irel)
-		index_close(t->irel, NoLock);
+		index_close(t->irel, lockmode == NoLock ? NoLock : AccessShareLock);
 	if (t->rel)
-		table_close(t->rel, NoLock);
+		table_close(t->rel, lockmode);
 }
 
 /*
@@ -334,7 +299,7 @@ ttl_tuple_busy(TupleTableSlot *slot)
  *		transaction (a CREATE PUBLICATION commits before a later transaction
  *		sees it here).
  */
-static bool
+bool
 ttl_publications_exist(void)
 {
 	static LocalTransactionId checked_in = InvalidLocalTransactionId;
@@ -358,16 +323,19 @@ ttl_publications_exist(void)
  * ttl_direct_delete_ok
  *		Whether this batch may delete row versions itself (see the top of the
  *		file): true when a DELETE by the current user, the table owner, would
- *		fire no trigger, meet no rule and apply no row-level security.
- *		Checks the owner's DELETE and SELECT rights as the executor would.
+ *		fire no trigger, meet no rule and apply no row-level security, and
+ *		the policy's action is a plain delete.  A filter does not matter: the
+ *		scan evaluates it on each row.  Checks the owner's DELETE and SELECT
+ *		rights as the executor would (SELECT on the filter's columns is
+ *		checked by the executor path only).
  */
 static bool
-ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
+ttl_direct_delete_ok(TtlPolicy *policy, Relation rel, AttrNumber attnum)
 {
 	TriggerDesc *trig = rel->trigdesc;
 	AclResult	aclresult;
 
-	if (rel->rd_rel->relhasrules)
+	if (policy->action != TTL_ACTION_DELETE || rel->rd_rel->relhasrules)
 		return false;
 	if (trig != NULL &&
 		(trig->trig_delete_before_row || trig->trig_delete_after_row ||
@@ -391,7 +359,7 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
 	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE);
 	if (aclresult == ACLCHECK_OK &&
 		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		aclresult = pg_attribute_aclcheck(RelationGetRelid(rel), policy->attnum,
+		aclresult = pg_attribute_aclcheck(RelationGetRelid(rel), attnum,
 										  GetUserId(), ACL_SELECT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
@@ -399,8 +367,9 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
 }
 
 /*
- * ttl_delete_plan
- *		The executor path's DELETE: by TID, with the cutoff repeated.
+ * ttl_action_plan
+ *		The executor path's statement (see ttl_target_action_sql): DELETE,
+ *		archive or soft delete by TID, with the cutoff and filter repeated.
  *
  * Prepared for each batch (planning is a fraction of a millisecond) rather
  * than saved: a saved plan would keep the table and column names and the
@@ -409,25 +378,21 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel)
  * generic plan, so that it is a TID scan whatever the statistics say.
  */
 static SPIPlanPtr
-ttl_delete_plan(TtlPolicy *policy, TtlOpenTable *t)
+ttl_action_plan(TtlPolicy *policy, TtlOpenTable *t)
 {
-	char	   *sql;
-	Oid			argtypes[2];
+	char	   *sql = ttl_target_action_sql(policy, &t->tgt);
+	Oid			argtypes[3];
 	SPIPlanPtr	plan;
 	int			nestlevel;
 
-	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)"
-				   " AND %s OPERATOR(pg_catalog.<) $2",
-				   t->relname,
-				   quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(t->rel),
-														  policy->attnum - 1)->attname)));
 	argtypes[0] = TIDARRAYOID;
 	argtypes[1] = t->typid;
+	argtypes[2] = INTERVALOID;
 
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	plan = SPI_prepare_cursor(sql, 2, argtypes, CURSOR_OPT_GENERIC_PLAN);
+	plan = SPI_prepare_cursor(sql, 3, argtypes, CURSOR_OPT_GENERIC_PLAN);
 	AtEOXact_GUC(true, nestlevel);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare the purge of %s: %s",
@@ -436,11 +401,15 @@ ttl_delete_plan(TtlPolicy *policy, TtlOpenTable *t)
 	return plan;
 }
 
+/* how many index entries a look for the next expiry reads past the filter */
+#define TTL_PROBE_MAX_ROWS		1000
+
 /*
  * ttl_probe_from
  *		The first visible key at or after `from` (or the first at all when
- *		!have_from), as the instant it expires.  Returns false when there is
- *		no such row.
+ *		!have_from) of a row that passes the filter, as the instant it
+ *		expires.  Returns false when there is no such row among the first
+ *		TTL_PROBE_MAX_ROWS entries.  The filter must have been prepared.
  */
 static bool
 ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
@@ -466,20 +435,63 @@ ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
 	scan = index_beginscan(t->rel, t->irel, GetActiveSnapshot(), 1, 0);
 	scan->xs_want_itup = true;
 	index_rescan(scan, &key, 1, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	for (int n = 0; n < TTL_PROBE_MAX_ROWS; n++)
 	{
 		bool		isnull;
-		Datum		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		Datum		k;
 
+		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+			break;
+		if (!ttl_filter_passes(t, slot))
+			continue;
+		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
 		if (!isnull)
 		{
-			*expires_at = ttl_key_expiry(t->typid, k, policy->expire_after);
+			*expires_at = ttl_key_expiry(t->typid, policy->unit_ns, k,
+										 policy->expire_after);
 			found = true;
 		}
+		break;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	return found;
+}
+
+/*
+ * ttl_set_resume
+ *		Remember the key the next batch resumes from, across transactions.
+ */
+static void
+ttl_set_resume(TtlPurgeState *state, Datum key, bool byval, int16 typlen)
+{
+	if (state->have_resume && !state->resume_byval)
+		pfree(DatumGetPointer(state->resume_key));
+	if (byval)
+		state->resume_key = key;
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		state->resume_key = datumCopy(key, false, typlen);
+		MemoryContextSwitchTo(old);
+	}
+	state->resume_byval = byval;
+	state->have_resume = true;
+}
+
+/*
+ * ttl_clear_resume
+ *		Forget the resume key (a new pass, or a new partition).
+ */
+static void
+ttl_clear_resume(TtlPurgeState *state)
+{
+	if (state->have_resume && !state->resume_byval)
+		pfree(DatumGetPointer(state->resume_key));
+	state->have_resume = false;
+	state->resume_key = (Datum) 0;
+	state->resume_byval = true;
 }
 
 /*
@@ -491,8 +503,10 @@ ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 {
 	state->in_pass = true;
 	state->now = now;
-	state->have_resume = false;
-	state->resume_key = (Datum) 0;
+	state->target = InvalidOid;
+	state->drops_done = false;
+	state->leaves_next_expiry = 0;
+	ttl_clear_resume(state);
 	state->pass_rows = 0;
 	state->pass_batches = 0;
 	state->pass_skipped_locked = 0;
@@ -501,20 +515,67 @@ ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 }
 
 /*
- * ttl_purge_batch
- *		Run one batch of a policy's current pass.  Must be called inside a
- *		transaction, between SPI_connect() and SPI_finish().
+ * Acting as the owner of the policy's table (see ttl_become_owner).
  */
-void
-ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
+typedef struct TtlOwnerSave
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;
+} TtlOwnerSave;
+
+/*
+ * ttl_become_owner
+ *		From here on act as the owner of the policy's table, as VACUUM does:
+ *		triggers, foreign-key actions, default expressions and the filter run
+ *		with the owner's rights, never ours.  search_path holds only
+ *		pg_catalog and pg_temp so that nobody else's objects can be slipped
+ *		into the owner's code; lock_timeout bounds any lock the statement
+ *		itself takes.  For a partitioned table, the owner of the partitioned
+ *		table: the role that made the policy.
+ */
+static void
+ttl_become_owner(Oid relid, TtlOwnerSave *save)
+{
+	HeapTuple	tup;
+	Oid			owner;
+	char		timeout[32];
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	SetUserIdAndSecContext(owner, save->sec_context | SECURITY_RESTRICTED_OPERATION);
+	save->nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	snprintf(timeout, sizeof(timeout), "%d", ttl_lock_timeout);
+	(void) set_config_option("lock_timeout", timeout, PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+static void
+ttl_restore_user(TtlOwnerSave *save)
+{
+	AtEOXact_GUC(false, save->nestlevel);
+	SetUserIdAndSecContext(save->userid, save->sec_context);
+}
+
+/*
+ * ttl_purge_table_batch
+ *		One batch on one table: the policy's, or a partition of it.
+ */
+static void
+ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
+					  TtlBatchResult *result)
 {
 	TtlOpenTable t;
 	TtlErrorContext errctx;
 	ErrorContextCallback errcallback;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	char		timeout[32];
+	TtlOwnerSave save;
 	instr_time	start;
 	instr_time	now;
 	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
@@ -532,17 +593,16 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	TupleTableSlot *slot;
 	bool		direct;
 	CommandId	cid = InvalidCommandId;
+	bool		key_byval;
+	int16		key_typlen;
+	MemoryContext keycxt = NULL;
 
-	memset(result, 0, sizeof(TtlBatchResult));
 	INSTR_TIME_SET_CURRENT(start);
 
-	/* the direct path bypasses the executor's check of this */
-	PreventCommandIfReadOnly("DELETE");
-
-	result->outcome = ttl_open_table(policy, &t);
+	result->outcome = ttl_open_table(policy, relid, &t, RowExclusiveLock, false);
 	if (result->outcome != TTL_BATCH_MORE)
 	{
-		ttl_close_table(&t);
+		ttl_close_table(&t, NoLock);
 		return;
 	}
 
@@ -553,32 +613,22 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
-	/*
-	 * From here on we act as the table owner, as VACUUM does: triggers,
-	 * foreign-key actions and default expressions run with the owner's
-	 * rights, never ours.  search_path holds only pg_catalog and pg_temp so
-	 * that nobody else's objects can be slipped into the owner's triggers.
-	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(t.rel->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	snprintf(timeout, sizeof(timeout), "%d", ttl_lock_timeout);
-	(void) set_config_option("lock_timeout", timeout, PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-
+	ttl_become_owner(policy->relid, &save);
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	direct = ttl_direct_delete_ok(policy, t.rel);
+	direct = ttl_direct_delete_ok(policy, t.rel, t.tgt.attnum);
 	if (direct)
 		cid = GetCurrentCommandId(true);
+	ttl_filter_begin(&t);
+	get_typlenbyval(t.typid, &key_typlen, &key_byval);
+	if (!key_byval)
+		keycxt = AllocSetContextCreate(CurrentMemoryContext, "ttl_index key",
+									   ALLOCSET_SMALL_SIZES);
 
 	/* 3. the range scan (and, on the direct path, 4. the deletes) */
 	limit = Min(Max(state->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
 	tids = direct ? NULL : palloc(sizeof(ItemPointerData) * limit);
-	cutoff = ttl_cutoff(t.typid, state->now, policy->expire_after);
+	cutoff = ttl_cutoff(t.typid, policy->unit_ns, state->now, policy->expire_after);
 	if (state->have_resume)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
 					ttl_btree_proc(t.irel, t.typid, BTGreaterEqualStrategyNumber),
@@ -602,8 +652,16 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 		seen++;
 		last_key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
 		have_last = !isnull;
+		if (have_last && !key_byval)
+		{
+			/* the index tuple goes with the scan: keep a copy */
+			MemoryContextReset(keycxt);
+			last_key = datumCopy(last_key, false, key_typlen);
+		}
 
-		if (direct)
+		if (!ttl_filter_passes(&t, slot))
+			;					/* not a row this policy may touch */
+		else if (direct)
 		{
 			TM_FailureData tmfd;
 
@@ -645,12 +703,13 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 
-	/* 4. the delete, through the executor */
+	/* 4. the action, through the executor */
 	if (!direct && ntids > 0)
 	{
-		SPIPlanPtr	plan = ttl_delete_plan(policy, &t);
+		SPIPlanPtr	plan = ttl_action_plan(policy, &t);
 		Datum	   *tiddatums = palloc(sizeof(Datum) * ntids);
-		Datum		values[2];
+		Datum		values[3];
+		Interval   *span = palloc0(sizeof(Interval));
 		int			ret;
 
 		for (int i = 0; i < ntids; i++)
@@ -659,11 +718,17 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 													sizeof(ItemPointerData), false,
 													TYPALIGN_SHORT));
 		values[1] = cutoff;
+		span->time = policy->expire_after;
+		values[2] = IntervalPGetDatum(span);
 		ret = SPI_execute_plan(plan, values, NULL, false, 0);
-		if (ret != SPI_OK_DELETE)
+		if (ret != SPI_OK_DELETE && ret != SPI_OK_UPDATE && ret != SPI_OK_INSERT)
 			elog(ERROR, "purge of %s failed: %s", t.relname,
 				 SPI_result_code_string(ret));
 		result->deleted = SPI_processed;
+		if (policy->action == TTL_ACTION_ARCHIVE)
+			result->archived = SPI_processed;
+		else if (policy->action == TTL_ACTION_SOFT_DELETE)
+			result->soft_deleted = SPI_processed;
 		/* ttl_runner() runs many batches in one SPI connection */
 		SPI_freeplan(plan);
 		pfree(DatumGetPointer(values[0]));
@@ -678,16 +743,13 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 		result->outcome = TTL_BATCH_MORE;
 		/* no progress at all: give up on this pass rather than spin */
 		if (have_last && state->have_resume && result->deleted == 0 &&
-			last_key == state->resume_key)
+			datumIsEqual(last_key, state->resume_key, key_byval, key_typlen))
 			result->outcome = TTL_BATCH_DONE;
 	}
 	else
 		result->outcome = TTL_BATCH_DONE;
 	if (have_last)
-	{
-		state->resume_key = last_key;
-		state->have_resume = true;
-	}
+		ttl_set_resume(state, last_key, key_byval, key_typlen);
 	if (result->outcome == TTL_BATCH_DONE)
 	{
 		if (!ttl_probe_from(policy, &t, true, cutoff, &state->next_expiry))
@@ -695,10 +757,11 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 	}
 
 	PopActiveSnapshot();
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	ttl_restore_user(&save);
 	error_context_stack = errcallback.previous;
-	ttl_close_table(&t);
+	ttl_close_table(&t, NoLock);
+	if (keycxt)
+		MemoryContextDelete(keycxt);
 
 	/* the next batch aims at ttl_index.batch_time */
 	INSTR_TIME_SET_CURRENT(now);
@@ -711,19 +774,185 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 
 		state->row_limit = (int32) Min(Max(target, TTL_MIN_BATCH_ROWS), batch_size);
 	}
+}
+
+/*
+ * ttl_purge_partitioned_batch
+ *		One batch of a pass over a partitioned table.  The pass first drops
+ *		the partitions that hold only expired rows (one batch), then deletes
+ *		rows partition by partition, in OID order, each partition as an
+ *		ordinary table.  Partitions are listed anew at each step, so ones
+ *		created or attached during the pass are included.
+ */
+static void
+ttl_purge_partitioned_batch(TtlPolicy *policy, TtlPurgeState *state,
+							TtlBatchResult *result)
+{
+	if (!state->drops_done)
+	{
+		TtlOwnerSave save;
+		instr_time	start;
+		instr_time	now;
+
+		INSTR_TIME_SET_CURRENT(start);
+		ttl_become_owner(policy->relid, &save);
+		result->partitions_dropped = ttl_partition_drop_expired(policy, state->now);
+		ttl_restore_user(&save);
+		state->drops_done = true;
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		result->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+		result->outcome = TTL_BATCH_MORE;
+		if (result->partitions_dropped > 0)
+			return;
+		/* nothing dropped: go on to the rows in the same transaction */
+	}
+
+	for (;;)
+	{
+		TimestampTz leaf_next;
+
+		if (!OidIsValid(state->target))
+		{
+			state->target = ttl_partition_next_leaf(policy->relid, InvalidOid);
+			ttl_clear_resume(state);
+		}
+		if (!OidIsValid(state->target))
+		{
+			/* no partition at all */
+			result->outcome = TTL_BATCH_DONE;
+			state->next_expiry = 0;
+			return;
+		}
+
+		ttl_purge_table_batch(policy, state, state->target, result);
+		if (result->outcome != TTL_BATCH_DONE && result->outcome != TTL_BATCH_GONE)
+			return;
+
+		/* this partition is done (or gone): on to the next */
+		leaf_next = result->outcome == TTL_BATCH_DONE ? state->next_expiry : 0;
+		if (leaf_next != 0 &&
+			(state->leaves_next_expiry == 0 || leaf_next < state->leaves_next_expiry))
+			state->leaves_next_expiry = leaf_next;
+		state->target = ttl_partition_next_leaf(policy->relid, state->target);
+		ttl_clear_resume(state);
+		if (!OidIsValid(state->target))
+		{
+			result->outcome = TTL_BATCH_DONE;
+			state->next_expiry = state->leaves_next_expiry;
+			return;
+		}
+		if (result->deleted > 0 || result->skipped_locked > 0)
+		{
+			/* the batch did work: the next partition gets the next batch */
+			result->outcome = TTL_BATCH_MORE;
+			return;
+		}
+		/* an empty partition: try the next one in this batch */
+	}
+}
+
+/*
+ * ttl_purge_batch
+ *		Run one batch of a policy's current pass.  Must be called inside a
+ *		transaction, between SPI_connect() and SPI_finish().
+ */
+void
+ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
+{
+	memset(result, 0, sizeof(TtlBatchResult));
+
+	/* the direct path bypasses the executor's check of this */
+	PreventCommandIfReadOnly("DELETE");
+
+	if (get_rel_relkind(policy->relid) == RELKIND_PARTITIONED_TABLE)
+		ttl_purge_partitioned_batch(policy, state, result);
+	else
+		ttl_purge_table_batch(policy, state, policy->relid, result);
+
 	state->pass_rows += result->deleted;
 	state->pass_batches++;
 	state->pass_skipped_locked += result->skipped_locked;
-	if (result->outcome == TTL_BATCH_DONE)
+	if (result->outcome != TTL_BATCH_MORE)
 		state->in_pass = false;
+}
+
+/*
+ * ttl_probe_table
+ *		ttl_probe_oldest for one table.  Releases its locks.
+ */
+static TtlProbeResult
+ttl_probe_table(TtlPolicy *policy, Oid relid, TimestampTz *expires_at)
+{
+	TtlOpenTable t;
+	volatile TtlProbeResult result = TTL_PROBE_UNKNOWN;
+	TtlOwnerSave save;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	/*
+	 * A filter is the owner's code, and can fail on a row: look in a
+	 * subtransaction, so that one table cannot make the whole stats view
+	 * fail.  Without a filter nothing here raises an error.
+	 */
+	if (policy->filter == NULL)
+	{
+		switch (ttl_open_table(policy, relid, &t, AccessShareLock, true))
+		{
+			case TTL_BATCH_MORE:
+				ttl_become_owner(policy->relid, &save);
+				ttl_filter_begin(&t);
+				result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
+					TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+				ttl_restore_user(&save);
+				break;
+			case TTL_BATCH_LOCKED:
+				if (t.rel == NULL)
+					return TTL_PROBE_UNKNOWN;
+				break;
+			default:
+				break;
+		}
+		ttl_close_table(&t, AccessShareLock);
+		return result;
+	}
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		if (ttl_open_table(policy, relid, &t, AccessShareLock, true) == TTL_BATCH_MORE)
+		{
+			ttl_become_owner(policy->relid, &save);
+			ttl_filter_begin(&t);
+			result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
+				TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+			ttl_restore_user(&save);
+		}
+		/* a committed subtransaction hands its locks up: release them */
+		ttl_close_table(&t, AccessShareLock);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		result = TTL_PROBE_UNKNOWN;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return result;
 }
 
 /*
  * ttl_probe_oldest
  *		When the oldest row of a policy expires (or expired), read from the
- *		first entry of its index.  Never waits for a lock: a locked table is
- *		TTL_PROBE_UNKNOWN.  Must be called inside a transaction with an
- *		active snapshot.
+ *		first entry of its index that passes its filter; for a partitioned
+ *		table, the earliest over its partitions.  Never waits for a lock: a
+ *		locked table is TTL_PROBE_UNKNOWN.  Must be called inside a
+ *		transaction with an active snapshot.  Errors (a filter that fails)
+ *		propagate.
  *
  *		The locks are released before returning: ttl_index_stats probes
  *		every policy in one transaction, and holding two locks per policy
@@ -733,37 +962,28 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 TtlProbeResult
 ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
 {
-	TtlOpenTable t;
-	TtlProbeResult result = TTL_PROBE_UNKNOWN;
-	Form_pg_attribute att;
-	Oid			indexoid;
+	TtlProbeResult result = TTL_PROBE_EMPTY;
+	Oid			leaf = InvalidOid;
 
-	memset(&t, 0, sizeof(t));
-	if (!ConditionalLockRelationOid(policy->relid, AccessShareLock))
-		return TTL_PROBE_UNKNOWN;
-	t.rel = try_relation_open(policy->relid, NoLock);
-	if (t.rel == NULL)
+	if (get_rel_relkind(policy->relid) != RELKIND_PARTITIONED_TABLE)
+		return ttl_probe_table(policy, policy->relid, expires_at);
+
+	while (OidIsValid(leaf = ttl_partition_next_leaf(policy->relid, leaf)))
 	{
-		UnlockRelationOid(policy->relid, AccessShareLock);
-		return TTL_PROBE_UNKNOWN;
-	}
-	if (t.rel->rd_rel->relkind != RELKIND_RELATION ||
-		policy->attnum <= 0 || policy->attnum > RelationGetNumberOfAttributes(t.rel))
-		goto done;
-	att = TupleDescAttr(RelationGetDescr(t.rel), policy->attnum - 1);
-	if (att->attisdropped || !ttl_type_supported(att->atttypid))
-		goto done;
-	t.typid = att->atttypid;
-	indexoid = ttl_find_index(t.rel, policy->attnum);
-	if (!OidIsValid(indexoid) || !ConditionalLockRelationOid(indexoid, AccessShareLock))
-		goto done;
-	t.irel = index_open(indexoid, NoLock);
-	result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
-		TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+		TimestampTz at;
 
-done:
-	if (t.irel)
-		index_close(t.irel, AccessShareLock);
-	table_close(t.rel, AccessShareLock);
+		switch (ttl_probe_table(policy, leaf, &at))
+		{
+			case TTL_PROBE_FOUND:
+				if (result != TTL_PROBE_FOUND || at < *expires_at)
+					*expires_at = at;
+				result = TTL_PROBE_FOUND;
+				break;
+			case TTL_PROBE_EMPTY:
+				break;
+			case TTL_PROBE_UNKNOWN:
+				return TTL_PROBE_UNKNOWN;
+		}
+	}
 	return result;
 }

@@ -54,7 +54,7 @@
 #define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
 #define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
 /* changes whenever the layout of TtlStatsRecord changes */
-#define TTL_STATS_FILE_MAGIC	0x544c5401
+#define TTL_STATS_FILE_MAGIC	0x544c5402
 
 typedef struct TtlStatsKey
 {
@@ -70,6 +70,9 @@ typedef struct TtlStatsCounters
 	int64		rows_skipped_locked;
 	int64		skipped_locked;
 	int64		errors;
+	int64		rows_archived;
+	int64		rows_soft_deleted;
+	int64		partitions_dropped;
 	double		time_spent_ms;
 	TimestampTz last_run;
 	TimestampTz last_error_at;
@@ -323,7 +326,11 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 		e->c.skipped_locked++;
 	else
 		e->c.batches++;
-	e->c.rows_deleted += result->deleted;
+	/* rows_deleted: rows gone from the table, archived ones included */
+	e->c.rows_deleted += result->deleted - result->soft_deleted;
+	e->c.rows_archived += result->archived;
+	e->c.rows_soft_deleted += result->soft_deleted;
+	e->c.partitions_dropped += result->partitions_dropped;
 	e->c.rows_skipped_locked += result->skipped_locked;
 	e->c.time_spent_ms += result->elapsed_ms;
 	e->c.last_run = now;
@@ -489,7 +496,8 @@ ttl_index_stats_reset(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
 
-#define TTL_STATS_COLS	15
+#define TTL_STATS_COLS	18
+#define TTL_STATS_COLS_1_1	15
 #define TTL_STATS_COLS_1_0	13
 
 /*
@@ -616,19 +624,24 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[i] = true;
 		i++;
+		values[i++] = Int64GetDatum(c.rows_archived);
+		values[i++] = Int64GetDatum(c.rows_soft_deleted);
+		values[i++] = Int64GetDatum(c.partitions_dropped);
 		Assert(i == TTL_STATS_COLS);
 
 		/*
 		 * Between installing a newer library and ALTER EXTENSION UPDATE, the
-		 * 1.0 function still asks for 13 columns: leave out the two 1.1 added
-		 * (expired_estimate, stats_reset).
+		 * function of an older version asks for fewer columns.  1.1 asks for
+		 * the first 15 (the tuple is formed from the leading values); 1.0
+		 * for 13, without expired_estimate (12) and stats_reset (14).
 		 */
 		if (rsinfo->setDesc->natts == TTL_STATS_COLS_1_0)
 		{
-			values[TTL_STATS_COLS - 3] = values[TTL_STATS_COLS - 2];
-			nulls[TTL_STATS_COLS - 3] = nulls[TTL_STATS_COLS - 2];
+			values[12] = values[13];
+			nulls[12] = nulls[13];
 		}
-		else if (rsinfo->setDesc->natts != TTL_STATS_COLS)
+		else if (rsinfo->setDesc->natts != TTL_STATS_COLS &&
+				 rsinfo->setDesc->natts != TTL_STATS_COLS_1_1)
 			elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
 				 rsinfo->setDesc->natts);
 

@@ -15,6 +15,10 @@
  *	             the ttl_index_stats SRF
  *	backlog.c    estimating how many rows are past expiry, from statistics
  *	progress.c   the ttl_index_progress SRF
+ *	expiry.c     time arithmetic of TTL keys, units, ttl_expires_at()
+ *	target.c     what a policy means for one table: its key, its filter,
+ *	             the index that serves it, the SQL of its action
+ *	partition.c  partitioned tables: their leaves, whole-partition drops
  *
  * Locking rules are described at the top of the file that owns the lock.
  *
@@ -61,6 +65,13 @@ extern bool ttl_preloaded;
  * One TTL policy, as read from the catalog (catalog.c)
  * ----------
  */
+typedef enum TtlAction
+{
+	TTL_ACTION_DELETE,
+	TTL_ACTION_ARCHIVE,			/* move the row into archive_relid */
+	TTL_ACTION_SOFT_DELETE		/* set soft_column to the time of expiry */
+} TtlAction;
+
 typedef struct TtlPolicy
 {
 	int32		id;
@@ -70,6 +81,14 @@ typedef struct TtlPolicy
 	int64		expire_after;	/* microseconds */
 	int32		batch_size;		/* 0 = use ttl_index.batch_size */
 	bool		enabled;
+	/* 1.2 */
+	char	   *ttl_column;		/* per-row TTL column, or NULL */
+	char	   *filter;			/* stored filter expression, or NULL */
+	int64		unit_ns;		/* numeric epoch column: ns per unit; else 0 */
+	TtlAction	action;
+	Oid			archive_relid;	/* TTL_ACTION_ARCHIVE */
+	char	   *soft_column;	/* TTL_ACTION_SOFT_DELETE */
+	int32		rate_limit;		/* rows/s, 0 = none */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
@@ -78,8 +97,58 @@ extern char *ttl_catalog_relname(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
-extern Oid	ttl_find_index(Relation rel, AttrNumber attnum);
-extern bool ttl_type_supported(Oid typid);
+
+/* ----------
+ * Time arithmetic (expiry.c)
+ * ----------
+ */
+extern int64 ttl_unit_parse(const char *unit);
+extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
+extern Datum ttl_cutoff(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after);
+extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key, int64 expire_after);
+
+/* ----------
+ * A policy applied to one table (target.c)
+ *
+ * The table is the policy's own, or for a partitioned table one of its
+ * partitions: columns are matched by name, because a partition's column
+ * numbers may differ from its parent's.
+ * ----------
+ */
+typedef struct TtlTarget
+{
+	Relation	rel;
+	AttrNumber	attnum;			/* the TTL column in rel */
+	AttrNumber	ttl_attnum;		/* per-row TTL column, or 0 */
+	AttrNumber	soft_attnum;	/* soft-delete column, or 0 */
+	Oid			keytype;		/* type of the scanned key */
+	Expr	   *filter;			/* rows that may expire (user filter, and
+								 * "not yet soft-deleted"), or NULL */
+	char	   *key_sql;		/* the key as SQL over rel */
+	char	   *filter_sql;		/* the filter as SQL, or NULL */
+} TtlTarget;
+
+typedef enum TtlTargetStatus
+{
+	TTL_TARGET_OK,
+	TTL_TARGET_GONE,			/* a column of the policy is gone */
+	TTL_TARGET_BAD				/* a column has a type the policy cannot use */
+} TtlTargetStatus;
+
+extern TtlTargetStatus ttl_target_resolve(TtlPolicy *policy, Relation rel,
+										  TtlTarget *t, bool noerror);
+extern Node *ttl_filter_parse(Relation rel, const char *filter);
+extern char *ttl_filter_deparse(Relation rel, Node *expr);
+extern Oid	ttl_find_index(TtlTarget *t);
+extern char *ttl_target_action_sql(TtlPolicy *policy, TtlTarget *t);
+extern char *ttl_expires_at_sql(Oid keytype);
+
+/* ----------
+ * Partitioned tables (partition.c)
+ * ----------
+ */
+extern Oid	ttl_partition_next_leaf(Oid relid, Oid after);
+extern int	ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now);
 
 /* ----------
  * Purge engine (purge.c)
@@ -103,8 +172,13 @@ typedef struct TtlPurgeState
 {
 	bool		in_pass;
 	TimestampTz now;			/* the "now" the cutoff was computed from */
+	Oid			target;			/* partitioned table: the partition in hand */
+	bool		drops_done;		/* partitioned table: whole partitions done */
+	TimestampTz leaves_next_expiry; /* partitioned: earliest over leaves done */
 	bool		have_resume;
-	Datum		resume_key;		/* by-value key types only (see catalog.c) */
+	Datum		resume_key;		/* a by-reference key lives in
+								 * TopMemoryContext */
+	bool		resume_byval;
 	int32		row_limit;		/* adaptive, <= batch size */
 	int64		pass_rows;
 	int64		pass_batches;
@@ -115,7 +189,10 @@ typedef struct TtlPurgeState
 typedef struct TtlBatchResult
 {
 	TtlBatchOutcome outcome;
-	int64		deleted;
+	int64		deleted;		/* rows deleted, archived or soft-deleted */
+	int64		archived;		/* of which archived */
+	int64		soft_deleted;	/* of which soft-deleted */
+	int64		partitions_dropped;
 	int64		skipped_locked;	/* rows skipped because another xact had them */
 	double		elapsed_ms;
 } TtlBatchResult;
@@ -131,8 +208,8 @@ typedef enum TtlProbeResult
 } TtlProbeResult;
 
 extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
+extern bool ttl_publications_exist(void);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
-extern TimestampTz ttl_key_expiry(Oid typid, Datum key, int64 expire_after);
 
 /* ----------
  * Backlog estimate (backlog.c)

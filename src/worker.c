@@ -19,7 +19,8 @@
  * A policy whose last pass found nothing left and whose table nobody has
  * written to since is not re-checked before its next expiry (see
  * ttl_worker_admit); ttl_index.rate_limit makes the worker wait between
- * batches (ttl_worker_throttle); the worker reports its table counters to
+ * batches (ttl_worker_throttle), and a policy's own rate_limit holds back
+ * that policy's batches alone (ttl_worker_policy_debt); the worker reports its table counters to
  * the cumulative statistics as it goes, for autovacuum.
  *
  * Failure handling (as autovacuum does per table): an error in a batch is
@@ -75,6 +76,10 @@ typedef struct TtlSchedEntry
 	int64		writes_seen;	/* the table's inserts + updates (pgstat) when
 								 * the last pass began */
 	TimestampTz last_pass_at;	/* when the last pass began */
+	/* the policy's own rate limit (rate_limit =>): a bucket like the global */
+	double		rate_tokens;
+	TimestampTz rate_refilled_at;
+	TimestampTz rate_ready_at;	/* in debt: no batch before then */
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
@@ -152,6 +157,9 @@ ttl_worker_reload(void)
 				/* unchanged target: keep the pass */
 				e->state = old->state;
 				e->retry_after = old->retry_after;
+				e->rate_tokens = old->rate_tokens;
+				e->rate_refilled_at = old->rate_refilled_at;
+				e->rate_ready_at = old->rate_ready_at;
 				if (old->policy.expire_after == p->expire_after)
 				{
 					e->next_check = old->next_check;
@@ -207,8 +215,12 @@ ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
 	if (ms < ttl_log_min_duration)
 		return;
 	ereport(LOG,
-			(errmsg("ttl_index: deleted " INT64_FORMAT " rows from %s in %ld ms",
-					e->state.pass_rows, relname, ms),
+			(errmsg("ttl_index: %s " INT64_FORMAT " rows %s %s in %ld ms",
+					e->policy.action == TTL_ACTION_ARCHIVE ? "archived" :
+					e->policy.action == TTL_ACTION_SOFT_DELETE ? "soft-deleted" : "deleted",
+					e->state.pass_rows,
+					e->policy.action == TTL_ACTION_SOFT_DELETE ? "in" : "from",
+					relname, ms),
 			 errdetail("Column %s, " INT64_FORMAT " batches, " INT64_FORMAT " rows skipped because another transaction had them locked.",
 					   e->policy.column_name,
 					   e->state.pass_batches,
@@ -237,6 +249,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	rate = ttl_worker_rate();
 	if (rate > 0)
 		e->state.row_limit = Min(e->state.row_limit, Max((int32) (rate / 5), 16));
+	if (e->policy.rate_limit > 0)
+		e->state.row_limit = Min(e->state.row_limit, Max(e->policy.rate_limit / 5, 16));
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -499,6 +513,35 @@ ttl_worker_throttle(int64 deleted)
 }
 
 /*
+ * ttl_worker_policy_debt
+ *		Account for the rows a batch of a policy with its own rate limit
+ *		processed: when its bucket is in debt, the policy gets no batch
+ *		until the debt is paid (other policies go on meanwhile).
+ */
+static void
+ttl_worker_policy_debt(TtlSchedEntry *e, int64 processed)
+{
+	double		rate = e->policy.rate_limit;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (rate <= 0)
+	{
+		e->rate_refilled_at = 0;
+		e->rate_ready_at = 0;
+		return;
+	}
+	if (e->rate_refilled_at == 0)
+		e->rate_tokens = rate;
+	else
+		e->rate_tokens = Min(rate, e->rate_tokens +
+							 rate * (now - e->rate_refilled_at) / 1000000.0);
+	e->rate_refilled_at = now;
+	e->rate_tokens -= processed;
+	e->rate_ready_at = e->rate_tokens >= 0 ? 0 :
+		TimestampTzPlusMilliseconds(now, (long) (-e->rate_tokens / rate * 1000.0) + 1);
+}
+
+/*
  * ttl_worker_run
  *		Serve every due policy, round-robin, until none is in a pass.
  *		Returns how long to sleep, in milliseconds.
@@ -515,6 +558,8 @@ ttl_worker_run(void)
 	for (;;)
 	{
 		bool		any = false;
+		bool		ran = false;
+		TimestampTz ready = 0;
 
 		foreach(lc, Schedule)
 		{
@@ -523,12 +568,35 @@ ttl_worker_run(void)
 			if (!e->state.in_pass)
 				continue;
 			any = true;
+			if (e->rate_ready_at != 0 && e->rate_ready_at > GetCurrentTimestamp())
+			{
+				/* over its own rate limit: wait, others go on */
+				if (ready == 0 || e->rate_ready_at < ready)
+					ready = e->rate_ready_at;
+				continue;
+			}
+			ran = true;
 			ttl_worker_visit(e, &deleted);
+			ttl_worker_policy_debt(e, deleted);
 			if (ttl_worker_interrupted() || !ttl_worker_throttle(deleted))
 				return 0;
 		}
 		if (!any)
 			break;
+		if (!ran && ready != 0)
+		{
+			long		ms = (long) ((ready - GetCurrentTimestamp() + 999) / 1000);
+
+			ttl_slot_set_phase("rate limited");
+			if (ms > 0)
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 Min(ms, (long) ttl_max_sleep), PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+			}
+			if (ttl_worker_interrupted())
+				return 0;
+		}
 		ttl_worker_admit(GetCurrentTimestamp());
 	}
 

@@ -1,0 +1,287 @@
+/*-------------------------------------------------------------------------
+ *
+ * partition.c
+ *	  Policies on partitioned tables: the partitions a pass walks through,
+ *	  and dropping whole partitions whose every possible row has expired.
+ *
+ * A policy on a partitioned table covers all its partitions, present and
+ * future: the index ttl_create_index() makes on the partitioned table is
+ * created on every partition, and the purge lists the leaf partitions anew
+ * at each step of a pass (purge.c) and deletes rows in each as in an
+ * ordinary table.
+ *
+ * Dropping a whole partition.  When the table is range-partitioned on the
+ * TTL column alone and a partition's upper bound is at or below the cutoff,
+ * every row it can hold is expired: DROP TABLE of the partition (which also
+ * detaches it) removes them at the cost of a catalog change instead of one
+ * deletion per row.  It is done only where that is the same as deleting the
+ * rows:
+ *	- the policy deletes (no archive, no soft delete) every expired row (no
+ *	  filter) by the column itself (no per-row TTL);
+ *	- no row-level DELETE trigger on the partition or below it, which
+ *	  includes the triggers of foreign keys pointing at it, and no rules;
+ *	- no publication in the database (subscribers would never hear of the
+ *	  rows);
+ *	- the DROP succeeds without waiting: it runs as the owner, under the
+ *	  short lock_timeout, in a subtransaction, after taking the partitioned
+ *	  table's ACCESS EXCLUSIVE lock conditionally (PostgreSQL takes that
+ *	  lock to drop a partition).  Anything in the way (a view on the
+ *	  partition, a busy table, another owner) leaves the partition to the
+ *	  row-by-row purge, and the next pass tries again.
+ * The default partition has no bound and is never dropped.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/trigger.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+
+#include "ttl_index.h"
+
+/*
+ * ttl_partition_next_leaf
+ *		The leaf partition of relid with the smallest OID above `after`
+ *		(InvalidOid: the first), or InvalidOid when there is none.
+ */
+Oid
+ttl_partition_next_leaf(Oid relid, Oid after)
+{
+	List	   *all = find_all_inheritors(relid, NoLock, NULL);
+	ListCell   *lc;
+	Oid			best = InvalidOid;
+
+	foreach(lc, all)
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (child <= after || (OidIsValid(best) && child >= best))
+			continue;
+		if (get_rel_relkind(child) == RELKIND_RELATION)
+			best = child;
+	}
+	list_free(all);
+	return best;
+}
+
+/*
+ * ttl_partition_upper_bound
+ *		The exclusive upper bound of a range partition, or false when it has
+ *		none (default partition, MAXVALUE, not a range partition).
+ */
+static bool
+ttl_partition_upper_bound(Oid child, Datum *upper)
+{
+	HeapTuple	tup;
+	Datum		datum;
+	bool		isnull;
+	PartitionBoundSpec *spec;
+	PartitionRangeDatum *prd;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(child));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	datum = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
+	if (isnull)
+	{
+		ReleaseSysCache(tup);
+		return false;
+	}
+	spec = castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(datum)));
+	ReleaseSysCache(tup);
+	if (spec->is_default || spec->strategy != PARTITION_STRATEGY_RANGE ||
+		list_length(spec->upperdatums) != 1)
+		return false;
+	prd = linitial_node(PartitionRangeDatum, spec->upperdatums);
+	if (prd->kind != PARTITION_RANGE_DATUM_VALUE || castNode(Const, prd->value)->constisnull)
+		return false;
+	*upper = castNode(Const, prd->value)->constvalue;
+	return true;
+}
+
+/*
+ * ttl_partition_plain
+ *		Whether dropping this partition (and everything below it) is the
+ *		same as deleting its rows: no row-level DELETE trigger (foreign keys
+ *		pointing at it included) and no rules.  Takes no lock: called with
+ *		the partitioned table locked, which keeps its partitions from being
+ *		dropped or detached meanwhile.
+ */
+static bool
+ttl_partition_plain(Oid child)
+{
+	List	   *all = find_all_inheritors(child, NoLock, NULL);
+	ListCell   *lc;
+	bool		plain = true;
+
+	foreach(lc, all)
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), NoLock);
+		TriggerDesc *trig;
+
+		if (rel == NULL)
+			continue;
+		trig = rel->trigdesc;
+		if (rel->rd_rel->relhasrules ||
+			(trig != NULL &&
+			 (trig->trig_delete_before_row || trig->trig_delete_after_row ||
+			  trig->trig_delete_instead_row || trig->trig_delete_old_table)))
+			plain = false;
+		relation_close(rel, NoLock);
+		if (!plain)
+			break;
+	}
+	list_free(all);
+	return plain;
+}
+
+/*
+ * ttl_partition_drop
+ *		DROP TABLE one partition in a subtransaction.  Returns false, after
+ *		logging why, when it could not be dropped.
+ */
+static bool
+ttl_partition_drop(Oid child)
+{
+	static Oid	last_logged = InvalidOid;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *name = ttl_qualified_relname(child);
+	volatile bool ok = false;
+
+	if (name == NULL)
+		return false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		int			ret;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		ret = SPI_execute(psprintf("DROP TABLE %s", name), false, 0);
+		if (ret != SPI_OK_UTILITY)
+			elog(ERROR, "DROP TABLE %s failed: %s", name, SPI_result_code_string(ret));
+		PopActiveSnapshot();
+		ReleaseCurrentSubTransaction();
+		ok = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		/* once per partition, not at every pass */
+		ereport(child == last_logged ? DEBUG1 : LOG,
+				(errmsg("ttl_index: could not drop expired partition %s, deleting its rows instead: %s",
+						name, edata->message)));
+		last_logged = child;
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return ok;
+}
+
+/*
+ * ttl_partition_drop_expired
+ *		Drop the partitions of a policy's partitioned table that can hold
+ *		only expired rows (see the top of the file).  Returns how many were
+ *		dropped.  Runs as the table owner, in the batch's transaction, inside
+ *		SPI.
+ */
+int
+ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
+{
+	Relation	rel;
+	PartitionKey key;
+	PartitionDesc desc;
+	Datum		cutoff;
+	List	   *expired = NIL;
+	ListCell   *lc;
+	int			dropped = 0;
+
+	if (policy->action != TTL_ACTION_DELETE || policy->filter != NULL ||
+		policy->ttl_column != NULL || ttl_publications_exist())
+		return 0;
+	if (!ConditionalLockRelationOid(policy->relid, AccessShareLock))
+		return 0;
+	rel = try_relation_open(policy->relid, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(policy->relid, AccessShareLock);
+		return 0;
+	}
+	key = RelationGetPartitionKey(rel);
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || key == NULL ||
+		key->strategy != PARTITION_STRATEGY_RANGE || key->partnatts != 1 ||
+		key->partattrs[0] != policy->attnum ||
+		!ttl_key_type_ok(key->parttypid[0], policy->unit_ns))
+	{
+		table_close(rel, NoLock);
+		return 0;
+	}
+
+	cutoff = ttl_cutoff(key->parttypid[0], policy->unit_ns, now, policy->expire_after);
+	desc = RelationGetPartitionDesc(rel, true);
+	for (int i = 0; i < desc->nparts; i++)
+	{
+		Datum		upper;
+
+		if (ttl_partition_upper_bound(desc->oids[i], &upper) &&
+			DatumGetInt32(FunctionCall2Coll(&key->partsupfunc[0],
+											key->partcollation[0],
+											upper, cutoff)) <= 0 &&
+			ttl_partition_plain(desc->oids[i]))
+			expired = lappend_oid(expired, desc->oids[i]);
+	}
+	table_close(rel, NoLock);
+	if (expired == NIL)
+		return 0;
+
+	/*
+	 * PostgreSQL locks the partitioned table this way to drop a partition.
+	 * When nothing could be dropped nothing changed, and the lock is let go
+	 * at once: the batch goes on deleting rows in this transaction, and
+	 * must not keep every reader of the table waiting meanwhile.
+	 */
+	if (!ConditionalLockRelationOid(policy->relid, AccessExclusiveLock))
+		return 0;
+	foreach(lc, expired)
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (!ConditionalLockRelationOid(child, AccessExclusiveLock))
+			continue;
+		if (ttl_partition_plain(child) && ttl_partition_drop(child))
+			dropped++;
+		else
+			UnlockRelationOid(child, AccessExclusiveLock);
+	}
+	if (dropped == 0)
+		UnlockRelationOid(policy->relid, AccessExclusiveLock);
+	return dropped;
+}

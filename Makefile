@@ -19,7 +19,7 @@ EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
-REGRESS = ttl_index
+REGRESS = ttl_index ttl_expiry_rules
 REGRESS_OPTS = --dbname=ttl_regress
 
 PG_CPPFLAGS = -I$(srcdir)/src

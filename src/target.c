@@ -50,6 +50,29 @@
 
 #include "ttl_index.h"
 
+/* "SELECT ", which ttl_filter_raw puts before the filter to parse it */
+#define TTL_FILTER_PREFIX_LEN	7
+
+/*
+ * ttl_filter_error_callback
+ *		Point a parse error at the filter's own text, not at the statement
+ *		that passed it (as SQL function bodies do).
+ */
+static void
+ttl_filter_error_callback(void *arg)
+{
+	const char *filter = (const char *) arg;
+	int			pos = geterrposition();
+
+	if (pos > TTL_FILTER_PREFIX_LEN)
+	{
+		errposition(0);
+		internalerrposition(pos - TTL_FILTER_PREFIX_LEN);
+		internalerrquery(filter);
+	}
+	errcontext("TTL policy filter \"%s\"", filter);
+}
+
 /*
  * ttl_filter_raw
  *		Parse a filter's text as one SQL expression, and nothing more: it is
@@ -63,8 +86,14 @@ ttl_filter_raw(const char *filter)
 	RawStmt    *raw;
 	SelectStmt *sel;
 	ResTarget  *rt;
+	ErrorContextCallback errcallback;
 
+	errcallback.callback = ttl_filter_error_callback;
+	errcallback.arg = (void *) filter;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
 	stmts = raw_parser(psprintf("SELECT %s", filter), RAW_PARSE_DEFAULT);
+	error_context_stack = errcallback.previous;
 	if (list_length(stmts) != 1)
 		goto bad;
 	raw = linitial_node(RawStmt, stmts);

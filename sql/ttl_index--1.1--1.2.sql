@@ -23,51 +23,37 @@ ALTER TABLE @extschema@.ttl_index_policy
 		(action = 'archive') = (archive_table IS NOT NULL) AND
 		(action = 'soft_delete') = (soft_delete_column IS NOT NULL));
 
+CREATE FUNCTION @extschema@.ttl_index_attnum(rel regclass, col name)
+RETURNS int2
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	num int2;
+BEGIN
+	IF col IS NULL THEN
+		RETURN NULL;
+	END IF;
+	SELECT a.attnum INTO num
+	  FROM pg_catalog.pg_attribute a
+	 WHERE a.attrelid = rel AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'column "%" of relation % does not exist', col, rel
+			USING ERRCODE = 'undefined_column';
+	END IF;
+	RETURN num;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION @extschema@.ttl_index_policy_resolve()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	SELECT a.attnum INTO NEW.attnum
-	  FROM pg_catalog.pg_attribute a
-	 WHERE a.attrelid = NEW.relid
-	   AND a.attname = NEW.column_name
-	   AND a.attnum > 0
-	   AND NOT a.attisdropped;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'column "%" of relation % does not exist',
-			NEW.column_name, NEW.relid
-			USING ERRCODE = 'undefined_column';
-	END IF;
-	NEW.ttl_attnum := NULL;
-	IF NEW.ttl_column IS NOT NULL THEN
-		SELECT a.attnum INTO NEW.ttl_attnum
-		  FROM pg_catalog.pg_attribute a
-		 WHERE a.attrelid = NEW.relid
-		   AND a.attname = NEW.ttl_column
-		   AND a.attnum > 0
-		   AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'column "%" of relation % does not exist',
-				NEW.ttl_column, NEW.relid
-				USING ERRCODE = 'undefined_column';
-		END IF;
-	END IF;
-	NEW.soft_attnum := NULL;
-	IF NEW.soft_delete_column IS NOT NULL THEN
-		SELECT a.attnum INTO NEW.soft_attnum
-		  FROM pg_catalog.pg_attribute a
-		 WHERE a.attrelid = NEW.relid
-		   AND a.attname = NEW.soft_delete_column
-		   AND a.attnum > 0
-		   AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'column "%" of relation % does not exist',
-				NEW.soft_delete_column, NEW.relid
-				USING ERRCODE = 'undefined_column';
-		END IF;
-	END IF;
+	NEW.attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.column_name);
+	NEW.ttl_attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.ttl_column);
+	NEW.soft_attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.soft_delete_column);
 	RETURN NEW;
 END
 $$;
@@ -94,28 +80,13 @@ DECLARE
 	pid integer;
 BEGIN
 	UPDATE @extschema@.ttl_index_policy p
-	   SET column_name = a.attname
-	  FROM pg_catalog.pg_attribute a
-	 WHERE a.attrelid = p.relid
-	   AND a.attnum = p.attnum
-	   AND a.attname <> p.column_name
-	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
-					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
-	UPDATE @extschema@.ttl_index_policy p
-	   SET ttl_column = a.attname
-	  FROM pg_catalog.pg_attribute a
-	 WHERE a.attrelid = p.relid
-	   AND a.attnum = p.ttl_attnum
-	   AND a.attname <> p.ttl_column
-	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
-					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
-	UPDATE @extschema@.ttl_index_policy p
-	   SET soft_delete_column = a.attname
-	  FROM pg_catalog.pg_attribute a
-	 WHERE a.attrelid = p.relid
-	   AND a.attnum = p.soft_attnum
-	   AND a.attname <> p.soft_delete_column
-	   AND p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+	   SET column_name = (SELECT a.attname FROM pg_catalog.pg_attribute a
+						   WHERE a.attrelid = p.relid AND a.attnum = p.attnum),
+		   ttl_column = (SELECT a.attname FROM pg_catalog.pg_attribute a
+						  WHERE a.attrelid = p.relid AND a.attnum = p.ttl_attnum),
+		   soft_delete_column = (SELECT a.attname FROM pg_catalog.pg_attribute a
+								  WHERE a.attrelid = p.relid AND a.attnum = p.soft_attnum)
+	 WHERE p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
 					   WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass);
 
 	FOR pid IN SELECT p.id FROM @extschema@.ttl_index_policy p

@@ -46,6 +46,9 @@ SELECT ttl_expires_at('2020-01-01 00:00+00'::timestamptz, interval '1 month 1 da
 	   ttl_expires_at('2020-01-01 00:00'::timestamp, 90) AS plus_90_s,
 	   ttl_expires_at('2020-01-01 00:00+00'::timestamptz, 9223372036854775807) AS never;
 
+-- a per-row TTL column keeps a type the policy can use
+ALTER TABLE rules.msgs_iv ALTER COLUMN ttl TYPE text;
+
 -- 2. filtered policies: only rows that also pass the filter expire
 CREATE FUNCTION rules.is_final(s text) RETURNS boolean
 	LANGUAGE sql IMMUTABLE AS $$ SELECT s IN ('done', 'cancelled') $$;
@@ -136,8 +139,12 @@ INSERT INTO rules.orders SELECT g, now() - g * interval '12 hours', g * 10 FROM 
 SELECT ttl_runner();
 SELECT id, total FROM rules.orders ORDER BY id;
 SELECT id, total, archived_at IS NOT NULL AS stamped FROM rules.orders_archive ORDER BY id;
--- the archive table cannot go while the policy needs it
+-- the archive table cannot go while the policy needs it, nor fall out of
+-- step with the table
 DROP TABLE rules.orders_archive;
+ALTER TABLE rules.orders ADD COLUMN note text;
+ALTER TABLE rules.orders_archive DROP COLUMN total;
+SELECT count(*) AS columns FROM pg_attribute WHERE attrelid = 'rules.orders'::regclass AND attnum > 0;
 
 -- 6. soft delete, pg_ttl_index style: the 5th argument is the column
 CREATE TABLE rules.accounts (id int PRIMARY KEY, created_at timestamptz, deleted_at timestamptz);
@@ -148,6 +155,13 @@ INSERT INTO rules.accounts SELECT g, now() - g * interval '40 minutes', NULL FRO
 SELECT ttl_runner();
 -- set once, to the time the row expired: created_at + 1 hour
 SELECT id, deleted_at = created_at + interval '1 hour' AS at_expiry FROM rules.accounts ORDER BY id;
+-- a plain index on the column is not enough: the marked rows would be
+-- read again at every pass, so the policy gets its partial index
+CREATE TABLE rules.users (id int PRIMARY KEY, last_login timestamptz, deleted_at timestamptz);
+CREATE INDEX users_last_login ON rules.users (last_login);
+SELECT ttl_create_index('rules.users', 'last_login', 3600, NULL, 'deleted_at') > 0 AS created;
+SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'rules.users'::regclass
+   AND NOT indisprimary ORDER BY 1;
 CREATE TEMP TABLE marks AS SELECT id, deleted_at FROM rules.accounts;
 SELECT ttl_runner();
 SELECT count(*) AS changed FROM rules.accounts a JOIN marks m USING (id)

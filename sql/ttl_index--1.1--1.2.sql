@@ -60,7 +60,9 @@ $$;
 
 -- ALTER TABLE: refuse a change that leaves a policy unable to work (a
 -- column type the purge cannot use, a filter that no longer parses against
--- the table), and keep the stored column names equal to the live ones.
+-- the table, an archive table that no longer takes the table's rows; the
+-- archive table's own ALTERs are checked too), and keep the stored column
+-- names equal to the live ones.
 -- ttl_index_check_policy() (C, policy.c) does the checking; the type rules
 -- live there, in one place.
 CREATE FUNCTION @extschema@.ttl_index_check_policy(policy_id integer)
@@ -92,6 +94,9 @@ BEGIN
 	FOR pid IN SELECT p.id FROM @extschema@.ttl_index_policy p
 				WHERE p.relid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
 								  WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass)
+				   OR p.archive_table::pg_catalog.oid IN
+					  (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+						WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass)
 	LOOP
 		PERFORM @extschema@.ttl_index_check_policy(pid);
 	END LOOP;

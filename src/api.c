@@ -271,6 +271,23 @@ ttl_api_created_index(Relation rel, AttrNumber attnum)
 }
 
 /*
+ * ttl_api_index_partial
+ *		Whether an index has a predicate.
+ */
+static bool
+ttl_api_index_partial(Oid indexoid)
+{
+	HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	bool		partial;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	partial = !heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+	ReleaseSysCache(tup);
+	return partial;
+}
+
+/*
  * ttl_api_create_btree
  *		Create the btree index that serves a policy, as the caller, and mark
  *		it as ttl_index's: on the key (the column, or ttl_expires_at() of it
@@ -575,6 +592,16 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	 * serves it (the options changed) is dropped.
 	 */
 	indexoid = ttl_find_index(&t);
+	if (OidIsValid(indexoid) && t.filter != NULL && !ttl_api_index_partial(indexoid) &&
+		(policy.soft_column != NULL || !contain_mutable_functions((Node *) t.filter)))
+	{
+		/*
+		 * A plain index would make every pass re-read the expired rows the
+		 * filter keeps (and a soft delete's marked rows, without end): make
+		 * the partial index the policy can have.
+		 */
+		indexoid = InvalidOid;
+	}
 	created = ttl_api_created_index(rel, attnum);
 	nsp = RelationGetNamespace(rel);
 	relname = pstrdup(RelationGetRelationName(rel));
@@ -885,11 +912,27 @@ ttl_resume(PG_FUNCTION_ARGS)
 }
 
 /*
+ * ttl_check_policy_context
+ *		Say which policy a refused ALTER TABLE would break.
+ */
+static void
+ttl_check_policy_context(void *arg)
+{
+	TtlPolicy  *p = (TtlPolicy *) arg;
+	char	   *relname = ttl_qualified_relname(p->relid);
+
+	errcontext("TTL policy on column \"%s\" of table %s; change or drop it first with ttl_create_index() or ttl_drop_index()",
+			   p->column_name, relname ? relname : "?");
+}
+
+/*
  * ttl_index_check_policy(policy_id integer) returns void
- *		Called by the ALTER TABLE event trigger for each policy of an altered
- *		table: raise an error, which undoes the ALTER TABLE, when the policy
- *		can no longer work on the table as it now is (a column type it
- *		cannot use, a filter that no longer parses).
+ *		Called by the ALTER TABLE event trigger for each policy whose table
+ *		or archive table was altered: raise an error, which undoes the ALTER
+ *		TABLE, when the policy can no longer work as the tables now are (a
+ *		column type it cannot use, a filter that no longer parses because a
+ *		column it names was renamed or dropped, an archive table that no
+ *		longer takes the table's columns).  The error names the policy.
  */
 Datum
 ttl_index_check_policy(PG_FUNCTION_ARGS)
@@ -905,25 +948,20 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
 		Relation	rel;
 		TtlTarget	t;
+		ErrorContextCallback errcallback;
 
 		if (p->id != id)
 			continue;
 		rel = try_relation_open(p->relid, AccessShareLock);
 		if (rel == NULL)
 			break;
-		if (ttl_target_resolve(p, rel, &t, true) == TTL_TARGET_BAD)
-		{
-			Oid			typid = TupleDescAttr(RelationGetDescr(rel), p->attnum - 1)->atttypid;
-
-			ereport(ERROR,
-					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-					 errmsg("column \"%s\" of table %s has a TTL policy, which cannot use type %s",
-							p->column_name, ttl_qualified_relname(p->relid),
-							format_type_be(typid)),
-					 errhint("Drop the policy with ttl_drop_index() first, or keep the column of a type the policy can use.")));
-		}
-		/* the types are right: this raises the type or filter error itself */
-		(void) ttl_target_resolve(p, rel, &t, false);
+		errcallback.callback = ttl_check_policy_context;
+		errcallback.arg = p;
+		errcallback.previous = error_context_stack;
+		error_context_stack = &errcallback;
+		if (ttl_target_resolve(p, rel, &t, false) == TTL_TARGET_OK)
+			ttl_api_check_statement(p, &t);
+		error_context_stack = errcallback.previous;
 		relation_close(rel, NoLock);
 		break;
 	}

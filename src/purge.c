@@ -408,17 +408,19 @@ ttl_action_plan(TtlPolicy *policy, TtlOpenTable *t)
  * ttl_probe_from
  *		The first visible key at or after `from` (or the first at all when
  *		!have_from) of a row that passes the filter, as the instant it
- *		expires.  Returns false when there is no such row among the first
- *		TTL_PROBE_MAX_ROWS entries.  The filter must have been prepared.
+ *		expires.  Returns TTL_PROBE_FOUND, TTL_PROBE_EMPTY when there is no
+ *		such row, or TTL_PROBE_UNKNOWN when the first TTL_PROBE_MAX_ROWS
+ *		entries were all rows the filter rejects.  The filter must have been
+ *		prepared.
  */
-static bool
+static TtlProbeResult
 ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
 			   TimestampTz *expires_at)
 {
 	ScanKeyData key;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
-	bool		found = false;
+	TtlProbeResult found = TTL_PROBE_UNKNOWN;
 
 	if (have_from)
 		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber,
@@ -441,7 +443,10 @@ ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
 		Datum		k;
 
 		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			found = TTL_PROBE_EMPTY;
 			break;
+		}
 		if (!ttl_filter_passes(t, slot))
 			continue;
 		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
@@ -449,8 +454,10 @@ ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
 		{
 			*expires_at = ttl_key_expiry(t->typid, policy->unit_ns, k,
 										 policy->expire_after);
-			found = true;
+			found = TTL_PROBE_FOUND;
 		}
+		else
+			found = TTL_PROBE_EMPTY;	/* NULL keys sort last: none after */
 		break;
 	}
 	index_endscan(scan);
@@ -506,6 +513,7 @@ ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now)
 	state->target = InvalidOid;
 	state->drops_done = false;
 	state->leaves_next_expiry = 0;
+	state->next_expiry_unknown = false;
 	ttl_clear_resume(state);
 	state->pass_rows = 0;
 	state->pass_batches = 0;
@@ -752,8 +760,19 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 		ttl_set_resume(state, last_key, key_byval, key_typlen);
 	if (result->outcome == TTL_BATCH_DONE)
 	{
-		if (!ttl_probe_from(policy, &t, true, cutoff, &state->next_expiry))
-			state->next_expiry = 0;
+		switch (ttl_probe_from(policy, &t, true, cutoff, &state->next_expiry))
+		{
+			case TTL_PROBE_FOUND:
+				break;
+			case TTL_PROBE_EMPTY:
+				state->next_expiry = 0;
+				break;
+			case TTL_PROBE_UNKNOWN:
+				/* the worker must then look again at every max_sleep */
+				state->next_expiry = 0;
+				state->next_expiry_unknown = true;
+				break;
+		}
 	}
 
 	PopActiveSnapshot();
@@ -902,8 +921,7 @@ ttl_probe_table(TtlPolicy *policy, Oid relid, TimestampTz *expires_at)
 			case TTL_BATCH_MORE:
 				ttl_become_owner(policy->relid, &save);
 				ttl_filter_begin(&t);
-				result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
-					TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+				result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at);
 				ttl_restore_user(&save);
 				break;
 			case TTL_BATCH_LOCKED:
@@ -925,8 +943,7 @@ ttl_probe_table(TtlPolicy *policy, Oid relid, TimestampTz *expires_at)
 		{
 			ttl_become_owner(policy->relid, &save);
 			ttl_filter_begin(&t);
-			result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at) ?
-				TTL_PROBE_FOUND : TTL_PROBE_EMPTY;
+			result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at);
 			ttl_restore_user(&save);
 		}
 		/* a committed subtransaction hands its locks up: release them */

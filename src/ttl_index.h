@@ -183,7 +183,8 @@ typedef struct TtlPurgeState
 	int64		pass_rows;
 	int64		pass_batches;
 	int64		pass_skipped_locked;
-	TimestampTz next_expiry;	/* when the next row expires, or 0 = unknown */
+	TimestampTz next_expiry;	/* when the next row expires, or 0 = none */
+	bool		next_expiry_unknown;	/* the last look gave up (filter) */
 } TtlPurgeState;
 
 typedef struct TtlBatchResult

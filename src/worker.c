@@ -171,6 +171,9 @@ ttl_worker_reload(void)
 				}
 				else
 					e->state.in_pass = false;
+				/* paused (ttl_pause): the pass in hand stops here */
+				if (!p->enabled)
+					e->state.in_pass = false;
 				break;
 			}
 		}
@@ -425,6 +428,7 @@ ttl_worker_admit(TimestampTz now)
 
 		writes = ttl_table_writes(e->policy.relid);
 		if (e->caught_up && e->writes_known && writes >= 0 &&
+			!e->state.next_expiry_unknown &&
 			writes == e->writes_seen &&
 			(e->state.next_expiry == 0 || e->state.next_expiry > now) &&
 			!TimestampDifferenceExceeds(e->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS))

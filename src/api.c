@@ -342,19 +342,6 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
 }
 
 /*
- * ttl_api_catalog_is_current
- *		Whether the policy catalog has the 1.2 columns (it has not between
- *		installing this library and ALTER EXTENSION UPDATE).
- */
-static bool
-ttl_api_catalog_is_current(void)
-{
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	return OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
-}
-
-/*
  * ttl_api_arg_null
  *		Whether argument argno is NULL or not passed at all (a call through
  *		the SQL definition of an older version, before ALTER EXTENSION
@@ -538,6 +525,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	int			ret;
 	bool		isnull;
 	int32		id;
+	bool		current = ttl_catalog_is_current();
 
 	memset(&policy, 0, sizeof(policy));
 	ttl_api_options(fcinfo, &policy, &unit, &action);
@@ -619,7 +607,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	if (!OidIsValid(indexoid))
 		ttl_api_create_btree(nsp, relname, NameStr(colnamedata), &t, policy.soft_column);
 
-	if (!ttl_api_catalog_is_current())
+	if (!current)
 	{
 		/* the library is newer than the installed SQL definitions */
 		if (policy.ttl_column || policy.filter || unit || policy.action != TTL_ACTION_DELETE ||
@@ -666,7 +654,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 				   "     rate_limit = excluded.rate_limit"
 				   " RETURNING id",
 				   ttl_catalog_relname());
-	if (!ttl_api_catalog_is_current())
+	if (!current)
 		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
 					   " VALUES ($1, $2, 0, $3, $4)"
 					   " ON CONFLICT (relid, attnum) DO UPDATE"
@@ -675,7 +663,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 					   "     column_name = excluded.column_name"
 					   " RETURNING id",
 					   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, ttl_api_catalog_is_current() ? 11 : 4,
+	ret = ttl_api_as_extension_owner(sql, current ? 11 : 4,
 									 argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));

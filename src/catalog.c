@@ -115,6 +115,20 @@ ttl_catalog_relname(void)
 }
 
 /*
+ * ttl_catalog_is_current
+ *		Whether the policy catalog has the 1.2 columns.  It has not between
+ *		installing this library and ALTER EXTENSION UPDATE: readers then use
+ *		the older columns, writers refuse the newer options.
+ */
+bool
+ttl_catalog_is_current(void)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
+}
+
+/*
  * ttl_interval_usecs
  *		An expire_after interval as microseconds.  Days count as 24 hours;
  *		months are refused when a policy is created (they have no fixed
@@ -139,17 +153,13 @@ ttl_load_policies(MemoryContext cxt)
 	char	   *catalog = ttl_catalog_relname();
 	List	   *result = NIL;
 	int			ret;
-	Oid			catrelid;
-	bool		v12;
 
 	/*
 	 * Between installing a newer library and ALTER EXTENSION UPDATE, the
 	 * catalog has the columns of the older version: read those, with the
 	 * defaults of the newer ones.
 	 */
-	catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-	v12 = OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
-	if (v12)
+	if (ttl_catalog_is_current())
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " ttl_column::pg_catalog.text, filter, unit, action,"

@@ -897,57 +897,51 @@ ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state, TtlBatchResult *result)
 }
 
 /*
+ * ttl_probe_look
+ *		Open one table of the policy without waiting, read when its oldest
+ *		row (that passes the filter) expires, and release the locks.
+ */
+static TtlProbeResult
+ttl_probe_look(TtlPolicy *policy, Oid relid, TimestampTz *expires_at)
+{
+	TtlOpenTable t;
+	TtlProbeResult result = TTL_PROBE_UNKNOWN;
+	TtlOwnerSave save;
+
+	if (ttl_open_table(policy, relid, &t, AccessShareLock, true) == TTL_BATCH_MORE)
+	{
+		ttl_become_owner(policy->relid, &save);
+		ttl_filter_begin(&t);
+		result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at);
+		ttl_restore_user(&save);
+	}
+	/* in a subtransaction too: a committed one would hand its locks up */
+	ttl_close_table(&t, AccessShareLock);
+	return result;
+}
+
+/*
  * ttl_probe_table
- *		ttl_probe_oldest for one table.  Releases its locks.
+ *		ttl_probe_oldest for one table.  A filter is the owner's code, and
+ *		can fail on a row: then the look is made in a subtransaction, so
+ *		that one table cannot make the whole stats view fail.  Without a
+ *		filter nothing in it raises an error.
  */
 static TtlProbeResult
 ttl_probe_table(TtlPolicy *policy, Oid relid, TimestampTz *expires_at)
 {
-	TtlOpenTable t;
 	volatile TtlProbeResult result = TTL_PROBE_UNKNOWN;
-	TtlOwnerSave save;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
-	/*
-	 * A filter is the owner's code, and can fail on a row: look in a
-	 * subtransaction, so that one table cannot make the whole stats view
-	 * fail.  Without a filter nothing here raises an error.
-	 */
 	if (policy->filter == NULL)
-	{
-		switch (ttl_open_table(policy, relid, &t, AccessShareLock, true))
-		{
-			case TTL_BATCH_MORE:
-				ttl_become_owner(policy->relid, &save);
-				ttl_filter_begin(&t);
-				result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at);
-				ttl_restore_user(&save);
-				break;
-			case TTL_BATCH_LOCKED:
-				if (t.rel == NULL)
-					return TTL_PROBE_UNKNOWN;
-				break;
-			default:
-				break;
-		}
-		ttl_close_table(&t, AccessShareLock);
-		return result;
-	}
+		return ttl_probe_look(policy, relid, expires_at);
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		if (ttl_open_table(policy, relid, &t, AccessShareLock, true) == TTL_BATCH_MORE)
-		{
-			ttl_become_owner(policy->relid, &save);
-			ttl_filter_begin(&t);
-			result = ttl_probe_from(policy, &t, false, (Datum) 0, expires_at);
-			ttl_restore_user(&save);
-		}
-		/* a committed subtransaction hands its locks up: release them */
-		ttl_close_table(&t, AccessShareLock);
+		result = ttl_probe_look(policy, relid, expires_at);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();

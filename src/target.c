@@ -214,9 +214,8 @@ ttl_target_atttype(Relation rel, AttrNumber attnum)
  *		Qualified name of ttl_expires_at in the extension's schema.
  */
 char *
-ttl_expires_at_sql(Oid keytype)
+ttl_expires_at_sql(void)
 {
-	(void) keytype;
 	return psprintf("%s.ttl_expires_at",
 					quote_identifier(get_namespace_name(ttl_catalog_namespace(false))));
 }
@@ -352,7 +351,7 @@ ttl_target_resolve(TtlPolicy *policy, Relation rel, TtlTarget *t, bool noerror)
 	}
 
 	if (t->ttl_attnum != 0)
-		t->key_sql = psprintf("%s(%s, %s)", ttl_expires_at_sql(typid),
+		t->key_sql = psprintf("%s(%s, %s)", ttl_expires_at_sql(),
 							  quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel), t->attnum - 1)->attname)),
 							  quote_identifier(policy->ttl_column));
 	else

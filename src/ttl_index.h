@@ -94,6 +94,7 @@ typedef struct TtlPolicy
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
 extern Oid	ttl_catalog_namespace(bool missing_ok);
 extern char *ttl_catalog_relname(void);
+extern bool ttl_catalog_is_current(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
@@ -141,7 +142,7 @@ extern Node *ttl_filter_parse(Relation rel, const char *filter);
 extern char *ttl_filter_deparse(Relation rel, Node *expr);
 extern Oid	ttl_find_index(TtlTarget *t);
 extern char *ttl_target_action_sql(TtlPolicy *policy, TtlTarget *t);
-extern char *ttl_expires_at_sql(Oid keytype);
+extern char *ttl_expires_at_sql(void);
 
 /* ----------
  * Partitioned tables (partition.c)

@@ -13,7 +13,8 @@ OBJS = \
 	src/stats.o \
 	src/target.o \
 	src/ttl_index.o \
-	src/worker.o
+	src/worker.o \
+	src/yield.o
 
 EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql

@@ -91,6 +91,7 @@ typedef struct TtlLauncherShared
 	LWLock	   *lock;
 	pid_t		launcher_pid;
 	Latch	   *launcher_latch;
+	pg_atomic_uint64 worker_xids;	/* XIDs the workers took (yield.c) */
 	int			nslots;
 	TtlDbSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } TtlLauncherShared;
@@ -137,6 +138,7 @@ ttl_launcher_shmem_init(void)
 		memset(TtlShared, 0, ttl_launcher_shmem_size());
 		TtlShared->lock = &(GetNamedLWLockTranche("ttl_index"))[0].lock;
 		TtlShared->nslots = ttl_max_databases;
+		pg_atomic_init_u64(&TtlShared->worker_xids, 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -824,6 +826,29 @@ ttl_slot_running_count(void)
 	}
 	LWLockRelease(TtlShared->lock);
 	return n;
+}
+
+/*
+ * ttl_shared_count_worker_xid
+ *		A worker took an XID (see yield.c).
+ */
+void
+ttl_shared_count_worker_xid(void)
+{
+	if (TtlShared != NULL)
+		pg_atomic_fetch_add_u64(&TtlShared->worker_xids, 1);
+}
+
+/*
+ * ttl_shared_worker_xids
+ *		XIDs the workers have taken since the server started.
+ */
+uint64
+ttl_shared_worker_xids(void)
+{
+	if (TtlShared == NULL)
+		return 0;
+	return pg_atomic_read_u64(&TtlShared->worker_xids);
 }
 
 /* ----------

@@ -178,6 +178,7 @@ ttl_partition_drop(Oid child)
 		int			ret;
 
 		PushActiveSnapshot(GetTransactionSnapshot());
+		ttl_yield_own_xid();
 		ret = SPI_execute(psprintf("DROP TABLE %s", name), false, 0);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "DROP TABLE %s failed: %s", name, SPI_result_code_string(ret));

@@ -673,6 +673,8 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 		{
 			TM_FailureData tmfd;
 
+			if (ntids == 0)
+				ttl_yield_own_xid();
 			/* the visible version of the row, never waiting for it */
 			switch (table_tuple_delete(t.rel, &slot->tts_tid, cid,
 									   GetActiveSnapshot(), InvalidSnapshot,
@@ -728,6 +730,7 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 		values[1] = cutoff;
 		span->time = policy->expire_after;
 		values[2] = IntervalPGetDatum(span);
+		ttl_yield_own_xid();
 		ret = SPI_execute_plan(plan, values, NULL, false, 0);
 		if (ret != SPI_OK_DELETE && ret != SPI_OK_UPDATE && ret != SPI_OK_INSERT)
 			elog(ERROR, "purge of %s failed: %s", t.relname,

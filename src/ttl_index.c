@@ -40,6 +40,7 @@ int			ttl_max_databases = 64;
 int			ttl_max_policies = 10000;
 int			ttl_log_min_duration = 10000;
 int			ttl_rate_limit = 0;
+int			ttl_busy_share = 5;
 
 bool		ttl_preloaded = false;
 
@@ -122,6 +123,14 @@ _PG_init(void)
 							"Most rows per second the background workers delete, all databases together.",
 							"0 means no limit.  Each running worker gets an equal share.  ttl_runner() is not limited.",
 							&ttl_rate_limit, 0, 0, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.busy_share",
+							"Percentage of its time a background worker spends purging while other sessions are writing.",
+							"While the application commits writes, a worker takes small batches and pauses after each one; "
+							"100 means it never gives way.",
+							&ttl_busy_share, 5, 1, 100,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

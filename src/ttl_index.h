@@ -19,6 +19,7 @@
  *	target.c     what a policy means for one table: its key, its filter,
  *	             the index that serves it, the SQL of its action
  *	partition.c  partitioned tables: their leaves, whole-partition drops
+ *	yield.c      giving way to the application while it writes
  *
  * Locking rules are described at the top of the file that owns the lock.
  *
@@ -57,6 +58,7 @@ extern int	ttl_max_databases;
 extern int	ttl_max_policies;
 extern int	ttl_log_min_duration;	/* ms, -1 = off */
 extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */
+extern int	ttl_busy_share;			/* %, 100 = never yield */
 
 /* true when loaded through shared_preload_libraries (shared memory exists) */
 extern bool ttl_preloaded;
@@ -284,6 +286,23 @@ extern void ttl_slot_batch_end(TtlPurgeState *state);
 /* Everyone may read the slots. */
 extern List *ttl_slot_progress_list(void);
 extern int	ttl_slot_running_count(void);
+
+/* XIDs the workers took, for yield.c */
+extern void ttl_shared_count_worker_xid(void);
+extern uint64 ttl_shared_worker_xids(void);
+
+/* ----------
+ * Giving way to the application (yield.c)
+ * ----------
+ */
+/* a batch takes at most this many rows while others are writing */
+#define TTL_BUSY_BATCH_ROWS		500
+
+extern bool ttl_yield_in_worker;
+extern void ttl_yield_own_xid(void);
+extern void ttl_yield_restart(void);
+extern bool ttl_yield_busy(void);
+extern long ttl_yield_pause_ms(int64 batch_us);
 
 /* ----------
  * Worker (worker.c)

@@ -20,8 +20,11 @@
  * written to since is not re-checked before its next expiry (see
  * ttl_worker_admit); ttl_index.rate_limit makes the worker wait between
  * batches (ttl_worker_throttle), and a policy's own rate_limit holds back
- * that policy's batches alone (ttl_worker_policy_debt); the worker reports its table counters to
- * the cumulative statistics as it goes, for autovacuum.
+ * that policy's batches alone (ttl_worker_policy_debt).  While other
+ * sessions are writing, batches are small and each is followed by a pause
+ * (ttl_worker_yield; how the worker tells is in yield.c).  The worker
+ * reports its table counters to the cumulative statistics as it goes, for
+ * autovacuum.
  *
  * Failure handling (as autovacuum does per table): an error in a batch is
  * logged with the table in its context, counted in the stats, the
@@ -254,6 +257,9 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		e->state.row_limit = Min(e->state.row_limit, Max((int32) (rate / 5), 16));
 	if (e->policy.rate_limit > 0)
 		e->state.row_limit = Min(e->state.row_limit, Max(e->policy.rate_limit / 5, 16));
+	/* while the application writes, small batches (see yield.c) */
+	if (ttl_yield_busy())
+		e->state.row_limit = Min(e->state.row_limit, TTL_BUSY_BATCH_ROWS);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -517,6 +523,26 @@ ttl_worker_throttle(int64 deleted)
 }
 
 /*
+ * ttl_worker_yield
+ *		After a batch that took batch_us microseconds: while the application
+ *		is writing, pause so that batches fill ttl_index.busy_share percent
+ *		of the time (see yield.c).  Returns false when interrupted.
+ */
+static bool
+ttl_worker_yield(int64 batch_us)
+{
+	long		ms = ttl_yield_pause_ms(batch_us);
+
+	if (ms <= 0)
+		return true;
+	ttl_slot_set_phase("yielding");
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	return !ttl_worker_interrupted();
+}
+
+/*
  * ttl_worker_policy_debt
  *		Account for the rows a batch of a policy with its own rate limit
  *		processed: when its bucket is in debt, the policy gets no batch
@@ -557,6 +583,7 @@ ttl_worker_run(void)
 	TimestampTz wake;
 	ListCell   *lc;
 	int64		deleted;
+	TimestampTz started;
 
 	ttl_worker_admit(now);
 	for (;;)
@@ -580,9 +607,12 @@ ttl_worker_run(void)
 				continue;
 			}
 			ran = true;
+			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);
 			ttl_worker_policy_debt(e, deleted);
-			if (ttl_worker_interrupted() || !ttl_worker_throttle(deleted))
+			if (ttl_worker_interrupted() ||
+				!ttl_worker_yield(GetCurrentTimestamp() - started) ||
+				!ttl_worker_throttle(deleted))
 				return 0;
 		}
 		if (!any)
@@ -650,6 +680,7 @@ ttl_worker_main(Datum main_arg)
 	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
+	ttl_yield_in_worker = true;
 
 	for (;;)
 	{
@@ -680,6 +711,8 @@ ttl_worker_main(Datum main_arg)
 							 Min(sleep_ms, (long) ttl_max_sleep),
 							 PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
+			/* the application may have started writing meanwhile */
+			ttl_yield_restart();
 		}
 	}
 }

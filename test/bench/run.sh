@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/bench/run.sh [--smoke] [--out DIR] [--runs N] [--only "1 3 ..."]:
+# test/bench/run.sh [--smoke] [--out DIR] [--runs N] [--only "1 3 ..."] [--set "NAME = VALUE"]...:
 # the ttl_index benchmark suite, on a throwaway server with ttl_index
 # preloaded (settings at their defaults unless a scenario says otherwise).
 #
@@ -8,7 +8,8 @@
 #      the pg_cron pattern, ttl_runner() and the background worker
 #   2. expiry lag under steady inserts of about 5,000 rows/s
 #   3. fairness: 20 small tables whose rows expire while an 8M-row backlog drains
-#   4. foreground impact: an app's pgbench workload, worker idle vs draining
+#   4. foreground impact: an app's pgbench workload, worker idle vs at its
+#      defaults (which give way to writers), then full speed and rate limits
 #   5. idle cost: the worker's CPU with 1,000 policies and nothing to delete
 #   6. scale of policies: one ttl_runner() pass over 1 to 10,000 due policies
 #   7. memory: the worker's RSS while it drains the backlog of scenario 3
@@ -20,7 +21,9 @@
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
-# listed scenarios (7 needs 3).
+# listed scenarios (7 needs 3).  --set: a server setting added to the
+# defaults (repeatable), to measure a setting side by side with a run
+# without it; the settings are printed with the results.
 #
 # Run as root (installs the packages, builds and installs the extension,
 # then re-runs itself as the postgres user) or as the postgres user.
@@ -32,6 +35,7 @@ smoke=0
 out=$here/test/bench/results
 runs=3
 only="1 2 3 4 5 6 7"
+extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
 		--out) out=${2:?--out needs a directory}; shift ;;
 		--runs) runs=${2:?--runs needs a number}; shift ;;
 		--only) only=${2:?--only needs scenario numbers}; shift ;;
+		--set) extra+=("${2:?--set needs NAME = VALUE}"); shift ;;
 		-h|--help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 		*) echo "run.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
@@ -58,10 +63,10 @@ fi
 
 # ---------------------------------------------------------------- sizes
 if [ $smoke = 1 ]; then
-	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=3
+	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=3; s4_pairs=2
 	s5_tables=100; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2
 else
-	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=30
+	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_pairs=3
 	s5_tables=1000; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3
 fi
 s1_expired=$((s1_rows * 8 / 10))
@@ -86,7 +91,8 @@ sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)
 # max_locks_per_transaction: ttl_runner() over 10,000 tables (scenario 6)
 # holds every table's lock until it commits
 ttl_scratch_server bench $port "shared_buffers = $sb" "max_wal_size = 8GB" "checkpoint_timeout = 30min" \
-	"max_locks_per_transaction = 1024" "ttl_index.log_min_duration = 0" "log_line_prefix = '%m [%p] '"
+	"max_locks_per_transaction = 1024" "ttl_index.log_min_duration = 0" "log_line_prefix = '%m [%p] '" \
+	${extra[@]+"${extra[@]}"}
 cleanup() {
 	local p
 	# background jobs still running (pgbench, samplers), never anything else
@@ -102,6 +108,7 @@ trap 'echo "run.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 echo "server: PostgreSQL $($PGBIN/postgres --version | awk '{print $3}'), shared_buffers = $sb, max_wal_size = 8GB," \
 	"checkpoint_timeout = 30min, max_locks_per_transaction = 1024 (for scenario 6), ttl_index.log_min_duration = 0," \
 	"autovacuum on (off on the tables of scenarios 1 and 4), other ttl_index settings at their defaults"
+[ ${#extra[@]} = 0 ] || echo "settings added with --set: $(printf '%s; ' "${extra[@]}")"
 
 psql_base="$PGBIN/psql -X -q -At -v ON_ERROR_STOP=1 -h $dir -p $port -U postgres"
 Q() { $psql_base -d bench "$@"; }
@@ -161,13 +168,16 @@ $$;
 
 -- Wait until the policy of rel has deleted `delta` rows since the event
 -- `label` was opened (bench_open: it records the start and the counter
--- then), polling its counter every 50 ms, for at most `timeout` seconds
--- from the start.  Records the end, whether the count was reached and how
--- many rows were deleted.
+-- then), polling its counter every `poll` seconds (50 ms by default), for
+-- at most `timeout` seconds from the start.  Records the end, whether the
+-- count was reached and how many rows were deleted.  (Each poll reads the
+-- policy's lag too, from its index: early in a pass that walks the entries
+-- the worker has just deleted, up to 1,000 of them.)
 CREATE PROCEDURE bench_open(label text, rel regclass) LANGUAGE sql AS $$
 	INSERT INTO bench_event VALUES (label, clock_timestamp(), NULL, NULL, bench_deleted(rel))
 $$;
-CREATE PROCEDURE bench_wait_deleted(label text, rel regclass, delta bigint, timeout float8)
+CREATE PROCEDURE bench_wait_deleted(label text, rel regclass, delta bigint, timeout float8,
+	poll float8 DEFAULT 0.05)
 LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz;
@@ -181,7 +191,7 @@ BEGIN
 		ok := n - n0 >= delta;
 		EXIT WHEN ok OR clock_timestamp() - t0 > timeout * interval '1 s';
 		COMMIT;
-		PERFORM pg_sleep(0.05);
+		PERFORM pg_sleep(poll);
 	END LOOP;
 	UPDATE bench_event e SET finished = clock_timestamp(), reached = ok, deleted = n - n0
 	 WHERE e.label = bench_wait_deleted.label;
@@ -538,13 +548,16 @@ s4_run() {
 		--log --log-prefix="$dir/s4_$label" -f "$dir/s4.sql" bench > "$dir/s4_$label.out" 2>&1 &
 	pgb=$!
 	sql "CALL bench_open('s4_$label', 's4_app')"
+	# polled every 250 ms: the polling session is part of the load, and at
+	# 20 polls a second its reads of the policy's lag cost the application
+	# measurably early in a pass
 	if [ "$delta" = 0 ]; then
-		sql "CALL bench_wait_deleted('s4_$label', 's4_app', 1000000000000, $s4_secs)"
+		sql "CALL bench_wait_deleted('s4_$label', 's4_app', 1000000000000, $s4_secs, 0.25)"
 	else
 		Q >/dev/null <<SQL
 ALTER SYSTEM SET ttl_index.enabled = on;
 SELECT pg_reload_conf();
-CALL bench_wait_deleted('s4_$label', 's4_app', $delta, $timeout);
+CALL bench_wait_deleted('s4_$label', 's4_app', $delta, $timeout, 0.25);
 SQL
 	fi
 	wait $pgb || { cat "$dir/s4_$label.out"; die "scenario 4: pgbench failed"; }
@@ -579,10 +592,13 @@ s4_window() {
 }
 
 s4() {
-	local rows=$s4_rows ratelimit
+	local rows=$s4_rows i
 	echo
-	echo "== 4. foreground impact: pgbench -c 4 -j 2 for $s4_secs s (INSERT a row expiring in 1 day; SELECT a recent id), same seed,"
-	echo "   worker idle (twice, to see the noise), then draining $(fmt $rows) expired rows loaded into the same table (enabled as pgbench starts)"
+	echo "== 4. foreground impact: pgbench -c 4 -j 2 for $s4_secs s per run (INSERT a row expiring in 1 day; SELECT a recent id), same seed;"
+	echo "   before every run the table is topped up to $(fmt $rows) expired rows and vacuumed; the worker is enabled as pgbench starts."
+	echo "   Worker idle and worker at its defaults alternate ($s4_pairs runs at defaults, each compared with the idle runs on either side,"
+	echo "   over the window from enabling it to the end of its drain or of the run); then, with yielding off (busy_share = 100),"
+	echo "   a full-speed drain and the two rate limits, compared with the median of the idle runs."
 	echo "   (autovacuum off on this table, so that it does not run in one of the runs only)"
 	worker on
 	Q >/dev/null <<SQL
@@ -596,79 +612,121 @@ SQL
 INSERT INTO s4_app (expires_at, payload) VALUES (now() + interval '1 day', repeat('a', 40)) RETURNING id \gset
 SELECT payload FROM s4_app WHERE id = :id - :back;
 SQL
+	# every run starts from the same state: the backlog topped up to $rows,
+	# the rows deleted by the run before vacuumed away
 	s4_load() {
 		worker off
-		Q <<SQL
+		Q >/dev/null <<SQL
 INSERT INTO s4_app (expires_at, payload)
-  SELECT timestamptz '$base' - interval '1 day' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series(1, $rows) g;
+  SELECT timestamptz '$base' - interval '1 day' + g * interval '1 ms', rpad(g::text, 40, '.')
+    FROM generate_series(1, $rows - (SELECT count(*) FROM s4_app WHERE expires_at < now())) g;
 VACUUM ANALYZE s4_app;
 SQL
 	}
-	s4_run idle 0
-	# the same again: how much two identical runs differ on this machine
-	s4_run idle2 0
-	s4_load
-	s4_run drain "$rows" $((s4_secs + 120))
-	worker off
-	ratelimit=$(sql "SELECT count(*) FROM pg_settings WHERE name = 'ttl_index.rate_limit'")
-	if [ "$ratelimit" = 1 ]; then
-		s4_load
-		sql "ALTER SYSTEM SET ttl_index.rate_limit = 20000" >/dev/null
-		s4_run rate "$rows" "$s4_secs"
-		worker off
-		sql "ALTER SYSTEM RESET ttl_index.rate_limit" >/dev/null
-		sql "SELECT pg_reload_conf()" >/dev/null
-	fi
+	s4_setting() {  # NAME VALUE|default
+		if [ "$2" = default ]; then sql "ALTER SYSTEM RESET $1" >/dev/null
+		else sql "ALTER SYSTEM SET $1 = $2" >/dev/null; fi
+	}
+	for i in $(seq 1 "$s4_pairs"); do
+		s4_load; s4_run "idle$i" 0
+		s4_load; s4_run "yield$i" "$rows" "$s4_secs"
+	done
+	s4_load; s4_run "idle$((s4_pairs + 1))" 0
+	s4_setting ttl_index.busy_share 100
+	s4_load; s4_run full "$rows" $((s4_secs + 120))
+	s4_setting ttl_index.rate_limit 20000
+	s4_load; s4_run rate "$rows" "$s4_secs"
+	s4_setting ttl_index.rate_limit default
+	sql "SELECT ttl_create_index('s4_app', 'expires_at', 0, rate_limit => 20000)" >/dev/null
+	s4_load; s4_run prate "$rows" "$s4_secs"
+	sql "SELECT ttl_create_index('s4_app', 'expires_at', 0)" >/dev/null
+	s4_setting ttl_index.busy_share default
 	worker on
 
-	# Compare over the drain window (from enabling the worker to its counter
-	# reaching the backlog, relative to each run's start) with the mean of
-	# the two idle runs over the same window; how much those two differ from
-	# each other is the noise of the machine, printed with the verdicts.
-	local lo hi rows_d secs_d tps p99 avg n t1 p1 btps bp99 dtps dp99 wnt wnp ntps np99 rtps rp99
-	s4_row() {  # RUN TEXT FROM TO PURGED_PER_S
-		read -r tps p99 avg n < <(s4_stats "$1" "$3" "$4")
-		[ "$n" -gt 0 ] || die "scenario 4: no pgbench transaction of run $1 between $3 and $4 s"
-		printf '%-40s %6.1f-%-6.1f %9s %9s %9s %12s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$(fmt "$5")"
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$n" "$5" >> "$out/s4_impact.tsv"
-	}
+	local lo hi rows_d secs_d tps p99 avg n itps ip99 a b drops="" rises="" ndrops="" nrises="" rates=""
 	rise() { calc "($1 - $2) / $2 * 100" 1; }    # NEW BASE: % above the base
 	drop() { calc "($2 - $1) / $2 * 100" 1; }    # NEW BASE: % below the base
-	spread() { calc "($1 > $2 ? $1 - $2 : $2 - $1) / (($1 + $2) / 2) * 100" 1; }
-	read -r lo hi rows_d secs_d < <(s4_window drain)
-	[ "$rows_d" -gt 0 ] || die "scenario 4: the worker deleted nothing while pgbench ran"
-	echo "  the worker purged $(fmt "$rows_d") rows in $(calc "$secs_d" 2) s ($(fmt "$(calc "$rows_d / $secs_d" 0)") rows/s) while pgbench ran"
-	printf '%-40s %13s %9s %9s %9s %12s\n' run "window (s)" TPS "p99 ms" "avg ms" "purged/s"
-	printf 'run\twindow_from_s\twindow_to_s\ttps\tp99_ms\tavg_ms\ttransactions\tpurged_rows_per_s\n' > "$out/s4_impact.tsv"
-	s4_row idle "worker idle" "$lo" "$hi" 0
-	t1=$tps; p1=$p99
-	s4_row idle2 "worker idle, again" "$lo" "$hi" 0
-	btps=$(calc "($t1 + $tps) / 2" 1); bp99=$(calc "($p1 + $p99) / 2")
-	wnt=$(spread "$t1" "$tps"); wnp=$(spread "$p1" "$p99")
-	s4_row drain "worker draining $(fmt "$rows")" "$lo" "$hi" "$(calc "$rows_d / $secs_d" 0)"
-	dtps=$(drop "$tps" "$btps"); dp99=$(rise "$p99" "$bp99")
-	s4_row idle "worker idle, whole run" 0 "$s4_secs" 0
-	t1=$tps; p1=$p99
-	s4_row idle2 "worker idle, again, whole run" 0 "$s4_secs" 0
-	btps=$(calc "($t1 + $tps) / 2" 1); bp99=$(calc "($p1 + $p99) / 2")
-	ntps=$(spread "$t1" "$tps"); np99=$(spread "$p1" "$p99")
-	s4_row drain "worker draining, whole run" 0 "$s4_secs" "$(calc "$rows_d / $s4_secs" 0)"
-	if [ "$ratelimit" = 1 ]; then
-		read -r lo hi rows_d secs_d < <(s4_window rate)
-		s4_row rate "draining, rate_limit = 20000 rows/s" 0 "$s4_secs" "$(calc "$rows_d / $secs_d" 0)"
-		rtps=$(drop "$tps" "$btps"); rp99=$(rise "$p99" "$bp99")
-	else
-		echo "  rate limit: not available in this build"
-	fi
-	echo "  noise: the two idle runs differ by ${wnt}% in TPS and ${wnp}% in p99 over the window, ${ntps}% and ${np99}% over the whole run"
-	echo "  draining at full speed, over the drain window, against the mean of the idle runs: TPS down ${dtps}%, p99 latency up ${dp99}%"
-	target 4 "TPS drop while draining (%)" "$dtps" "<= 5" "$(le "$dtps" 5)" "noise ${wnt}%"
-	target 4 "p99 latency rise while draining (%)" "$dp99" "<= 10" "$(le "$dp99" 10)" "noise ${wnp}%"
-	if [ "$ratelimit" = 1 ]; then
-		echo "  draining at rate_limit = 20000 rows/s, over the whole run, against the mean of the idle runs: TPS down ${rtps}%, p99 latency up ${rp99}%"
-		target 4 "TPS drop, rate_limit 20000 rows/s (%)" "$rtps" "<= 5" "$(le "$rtps" 5)" "noise ${ntps}%"
-		target 4 "p99 rise, rate_limit 20000 rows/s (%)" "$rp99" "<= 10" "$(le "$rp99" 10)" "noise ${np99}%"
-	fi
+	s4_row() {  # RUN TEXT FROM TO PURGED_PER_S BASE_TPS BASE_P99
+		read -r tps p99 avg n < <(s4_stats "$1" "$3" "$4")
+		[ "$n" -gt 0 ] || die "scenario 4: no pgbench transaction of run $1 between $3 and $4 s"
+		local vs="" d="" r=""
+		if [ -n "${6:-}" ]; then
+			d=$(drop "$tps" "$6"); r=$(rise "$p99" "$7")
+			vs="$(printf '%+.1f%% / %+.1f%%' "$(calc "-($d)" 1)" "$r")"
+		fi
+		printf '%-44s %5.1f-%-5.1f %8s %7s %7s %10s  %s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$(fmt "$5")" "$vs"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$tps" "$p99" "$avg" "$n" "$5" "$d" "$r" >> "$out/s4_impact.tsv"
+	}
+	# the mean of two idle runs over a window: "tps p99"
+	s4_idle_pair() {
+		local t1 p1
+		read -r t1 p1 _ < <(s4_stats "$1" "$3" "$4")
+		read -r tps p99 _ < <(s4_stats "$2" "$3" "$4")
+		echo "$(calc "($t1 + $tps) / 2" 1) $(calc "($p1 + $p99) / 2")"
+	}
+	# the median of all idle runs over a window: "tps p99"
+	s4_idle_median() {
+		local k ts="" ps=""
+		for k in $(seq 1 $((s4_pairs + 1))); do
+			read -r tps p99 _ < <(s4_stats "idle$k" "$1" "$2")
+			ts="$ts $tps"; ps="$ps $p99"
+		done
+		echo "$(median <<<"$ts") $(median <<<"$ps")"
+	}
+	# per second of every run: transactions and p99, for a look at how the
+	# impact is spread over a run
+	printf 'run\tsecond\ttps\tp99_ms\n' > "$out/s4_series.tsv"
+	for a in $(for i in $(seq 1 $((s4_pairs + 1))); do echo "idle$i"; done) \
+		$(for i in $(seq 1 "$s4_pairs"); do echo "yield$i"; done) full rate prate; do
+		cat "$dir/s4_$a".[0-9]* | awk -v st="$(s4_first "$a")" -v r="$a" \
+			'{print r "\t" int($5 + $6 / 1e6 - st) "\t" $3 / 1000}' | sort -t$'\t' -k2,2n -k3,3g |
+			awk -F'\t' '{k = $2; n[k]++; v[k, n[k]] = $3; r = $1} END {for (k = 0; k in n; k++) printf "%s\t%d\t%d\t%.3f\n", r, k, n[k], v[k, int(n[k] * 0.99 + 0.999999)]}' \
+			>> "$out/s4_series.tsv"
+	done
+	printf '%-44s %11s %8s %7s %7s %10s  %s\n' run "window (s)" TPS "p99 ms" "avg ms" "purged/s" "TPS / p99 vs idle"
+	printf 'run\twindow_from_s\twindow_to_s\ttps\tp99_ms\tavg_ms\ttransactions\tpurged_rows_per_s\ttps_drop_pct\tp99_rise_pct\n' > "$out/s4_impact.tsv"
+	for i in $(seq 1 $((s4_pairs + 1))); do
+		s4_row "idle$i" "worker idle ($i)" 0 "$s4_secs" 0
+		# the noise: an inner idle run against the idle runs on either side
+		if [ "$i" -gt 1 ] && [ "$i" -le "$s4_pairs" ]; then
+			read -r itps ip99 < <(s4_idle_pair "idle$((i - 1))" "idle$((i + 1))" 0 "$s4_secs")
+			read -r tps p99 _ < <(s4_stats "idle$i" 0 "$s4_secs")
+			a=$(drop "$tps" "$itps"); b=$(rise "$p99" "$ip99")
+			ndrops="$ndrops ${a#-}"; nrises="$nrises ${b#-}"
+		fi
+	done
+	for i in $(seq 1 "$s4_pairs"); do
+		read -r lo hi rows_d secs_d < <(s4_window "yield$i")
+		[ "$rows_d" -gt 0 ] || die "scenario 4: the worker deleted nothing while pgbench ran (run yield$i)"
+		read -r itps ip99 < <(s4_idle_pair "idle$i" "idle$((i + 1))" "$lo" "$hi")
+		s4_row "yield$i" "worker at its defaults ($i)" "$lo" "$hi" "$(calc "$rows_d / $secs_d" 0)" "$itps" "$ip99"
+		drops="$drops $(drop "$tps" "$itps")"; rises="$rises $(rise "$p99" "$ip99")"
+		rates="$rates $(calc "$rows_d / $secs_d" 0)"
+	done
+	for i in full rate prate; do
+		read -r lo hi rows_d secs_d < <(s4_window "$i")
+		read -r itps ip99 < <(s4_idle_median "$lo" "$hi")
+		case $i in
+			full) a="busy_share = 100: full speed" ;;
+			rate) a="busy_share = 100, ttl_index.rate_limit 20000" ;;
+			prate) a="busy_share = 100, policy rate_limit 20000" ;;
+		esac
+		s4_row "$i" "$a" "$lo" "$hi" "$(calc "$rows_d / $secs_d" 0)" "$itps" "$ip99"
+		eval "s4_${i}_tps=\$(drop \"\$tps\" \"\$itps\") s4_${i}_p99=\$(rise \"\$p99\" \"\$ip99\")"
+	done
+	local mdrop mrise noise_t noise_p
+	mdrop=$(median <<<"$drops"); mrise=$(median <<<"$rises")
+	noise_t=$(tr ' ' '\n' <<<"$ndrops" | awk 'NF && $1 > m {m = $1} END {printf "%.1f", m}')
+	noise_p=$(tr ' ' '\n' <<<"$nrises" | awk 'NF && $1 > m {m = $1} END {printf "%.1f", m}')
+	echo "  at its defaults the worker purged $(fmt "$(median <<<"$rates")") rows/s (median) while pgbench ran; it yields while others write"
+	echo "  TPS change of each run at defaults against its two idle neighbours:$(for a in $drops; do printf ' %+.1f%%' "$(calc "-($a)" 1)"; done);" \
+		"p99:$(for a in $rises; do printf ' %+.1f%%' "$a"; done)"
+	echo "  noise: an inner idle run against its two idle neighbours differs by up to ${noise_t}% in TPS and ${noise_p}% in p99"
+	echo "  yielding off (busy_share = 100): full-speed drain TPS $(printf '%+.1f' "$(calc "-($s4_full_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_full_p99")%;" \
+		"ttl_index.rate_limit = 20000: TPS $(printf '%+.1f' "$(calc "-($s4_rate_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_rate_p99")%;" \
+		"policy rate_limit => 20000: TPS $(printf '%+.1f' "$(calc "-($s4_prate_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_prate_p99")%"
+	target 4 "TPS drop, worker at defaults (%)" "$mdrop" "<= 5" "$(le "$mdrop" 5)" "median of $s4_pairs; noise ${noise_t}%"
+	target 4 "p99 latency rise, worker at defaults (%)" "$mrise" "<= 10" "$(le "$mrise" 10)" "median of $s4_pairs; noise ${noise_p}%"
 	sql "DROP TABLE s4_app"
 }
 

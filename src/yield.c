@@ -8,8 +8,8 @@
  * Every commit of the application must flush the WAL inserted before it,
  * most of it ours, and on a small machine the worker also takes a core.
  * Measured on two cores (benchmark scenario 4), that costs an insert-heavy
- * application two thirds of its throughput and multiplies its p99 latency
- * by seven for as long as the drain lasts.  So while others are writing,
+ * application about 40% of its throughput and multiplies its p99 latency
+ * by five for as long as the drain lasts.  So while others are writing,
  * a worker takes small batches (TTL_BUSY_BATCH_ROWS) and, after each one,
  * pauses so that its batches fill at most ttl_index.busy_share percent of
  * its time.  When nobody else writes, it runs at full speed again.
@@ -24,8 +24,8 @@
  * sign.  A few writes a second (a cron job, autovacuum's ANALYZE, a burst
  * of twenty inserts) do not slow a drain down; an application that commits
  * writes all the time does, and at thousands of commits a second it is
- * seen within milliseconds.  Read-only sessions take no XID
- * and are not seen: they compete with a drain for CPU only.
+ * seen within milliseconds.  Read-only sessions take no XID and are not
+ * seen: they compete with a drain for CPU only.
  *
  * After a sleep the worker does not know yet: its first batches are small
  * ones, and after TTL_BUSY_LOOK_MS it decides from the rate it saw (at

@@ -299,10 +299,12 @@ extern uint64 ttl_shared_worker_xids(void);
 #define TTL_BUSY_BATCH_ROWS		500
 
 extern bool ttl_yield_in_worker;
+extern void ttl_yield_start(void);
 extern void ttl_yield_own_xid(void);
 extern void ttl_yield_restart(void);
 extern bool ttl_yield_busy(void);
 extern long ttl_yield_pause_ms(int64 batch_us);
+extern long ttl_yield_pause_slice_ms(void);
 
 /* ----------
  * Worker (worker.c)

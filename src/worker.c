@@ -533,13 +533,22 @@ ttl_worker_yield(int64 batch_us)
 {
 	long		ms = ttl_yield_pause_ms(batch_us);
 
-	if (ms <= 0)
-		return true;
-	ttl_slot_set_phase("yielding");
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	return !ttl_worker_interrupted();
+	/* in slices, so that a long pause ends once the application stops */
+	while (ms > 0)
+	{
+		long		slice = Min(ms, ttl_yield_pause_slice_ms());
+
+		ttl_slot_set_phase("yielding");
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 slice, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (ttl_worker_interrupted())
+			return false;
+		ms -= slice;
+		if (ms > 0 && !ttl_yield_busy())
+			break;
+	}
+	return true;
 }
 
 /*
@@ -610,9 +619,10 @@ ttl_worker_run(void)
 			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);
 			ttl_worker_policy_debt(e, deleted);
+			/* rows are charged to the rate limit before any pause */
 			if (ttl_worker_interrupted() ||
-				!ttl_worker_yield(GetCurrentTimestamp() - started) ||
-				!ttl_worker_throttle(deleted))
+				!ttl_worker_throttle(deleted) ||
+				!ttl_worker_yield(GetCurrentTimestamp() - started))
 				return 0;
 		}
 		if (!any)
@@ -680,7 +690,7 @@ ttl_worker_main(Datum main_arg)
 	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
-	ttl_yield_in_worker = true;
+	ttl_yield_start();
 
 	for (;;)
 	{

@@ -6,31 +6,38 @@
  *
  * A drain at full speed writes WAL as fast as one core can delete rows.
  * Every commit of the application must flush the WAL inserted before it,
- * most of it ours, and on a small machine the worker also takes a core.
- * Measured on two cores (benchmark scenario 4), that costs an insert-heavy
- * application about 40% of its throughput and multiplies its p99 latency
- * by five for as long as the drain lasts.  So while others are writing,
- * a worker takes small batches (TTL_BUSY_BATCH_ROWS) and, after each one,
- * pauses so that its batches fill at most ttl_index.busy_share percent of
- * its time.  When nobody else writes, it runs at full speed again.
+ * most of it ours, and on a small machine the worker also takes a core
+ * (see benchmark scenario 4 in the README for what that costs).  So while
+ * others are writing, a worker takes small batches (TTL_BUSY_BATCH_ROWS)
+ * and, after each one that wrote, pauses so that its batches fill at most
+ * ttl_index.busy_share percent of its time.  When nobody else writes, it
+ * runs at full speed again.
  *
  * "Others are writing" is read off the transaction ID counter: every
  * transaction that writes takes an XID.  The workers count the XIDs they
- * take themselves in shared memory (ttl_yield_own_xid, called just before
- * the first write of a batch, so the count follows the counter within
- * microseconds); what the counter gained beyond that was taken by someone
- * else.  TTL_BUSY_XIDS of them within TTL_BUSY_WINDOW_MS make the worker
- * yield, and it goes on yielding for TTL_BUSY_HOLD_MS after the last such
- * sign.  A few writes a second (a cron job, autovacuum's ANALYZE, a burst
- * of twenty inserts) do not slow a drain down; an application that commits
- * writes all the time does, and at thousands of commits a second it is
- * seen within milliseconds.  Read-only sessions take no XID and are not
- * seen: they compete with a drain for CPU only.
+ * take themselves in shared memory: the top-level XID just before a
+ * batch's first write (ttl_yield_own_xid), the XID of any subtransaction
+ * (ours, or a trigger's exception block) when it ends (a subtransaction
+ * callback).  What the counter gained beyond that was taken by someone
+ * else.  TTL_BUSY_XIDS of them within TTL_BUSY_WINDOW_MS (or that rate
+ * over a longer window, when the worker looked less often) make the worker
+ * give way, and it goes on giving way for TTL_BUSY_HOLD_MS after the last
+ * such sign.  A few writes a second (a cron job, autovacuum's ANALYZE, a
+ * burst of a few dozen inserts) do not slow a drain down; an application
+ * that commits writes all the time does, and at thousands of commits a
+ * second it is seen within milliseconds.  Read-only sessions take no XID
+ * and are not seen: they compete with a drain for CPU only.
  *
- * After a sleep the worker does not know yet: its first batches are small
- * ones, and after TTL_BUSY_LOOK_MS it decides from the rate it saw (at
- * least two XIDs, at a rate that would reach TTL_BUSY_XIDS within the
- * window).  Transitions are logged at DEBUG1.
+ * A worker reads its own count between batches, when all its XIDs are
+ * counted.  Another worker's XID is counted a moment after it is taken, so
+ * a look can see up to one uncounted XID per worker taking one just then:
+ * a bounded error, far below TTL_BUSY_XIDS.
+ *
+ * After a sleep the worker does not know yet: for TTL_BUSY_LOOK_MS its
+ * batches are small (with pauses no longer than the look), then it
+ * decides from the rate it saw (at least TTL_LOOK_XIDS, at a rate that
+ * would reach TTL_BUSY_XIDS within the window).  Changes between giving
+ * way and full speed are logged at DEBUG1.
  *
  * Everything here is process-local except the XID count, a shared atomic
  * counter (launcher.c) that needs no lock.
@@ -51,33 +58,68 @@
 #define TTL_BUSY_XIDS			50
 /* ... of at most this long mean that the application is writing */
 #define TTL_BUSY_WINDOW_MS		1000
-/* yield for this long after the last sign of writing */
+/* give way for this long after the last sign of writing */
 #define TTL_BUSY_HOLD_MS		1000
-/* after a sleep, watch for this long before running at full speed */
+/* after a sleep, watch for this long before running at full speed ... */
 #define TTL_BUSY_LOOK_MS		10
+/* ... and give way if at least this many XIDs came meanwhile (see above) */
+#define TTL_LOOK_XIDS			3
+/* a batch is taken to have lasted at most this long (clock jumps) */
+#define TTL_BUSY_MAX_BATCH_MS	60000
 
-/* set by the worker at start: count our XIDs, pace our batches */
+/* set by ttl_yield_start: count our XIDs, pace our batches */
 bool		ttl_yield_in_worker = false;
 
 /* the window of observation: counters at its start */
 static TimestampTz WindowStart = 0;
 static uint64 WindowNextXid = 0;
 static uint64 WindowOwnXids = 0;
-/* yielding until then */
+/* giving way until then */
 static TimestampTz BusyUntil = 0;
 /* just woken up: watching for TTL_BUSY_LOOK_MS before deciding */
 static bool Looking = false;
-/* what the last look decided (for the DEBUG1 message on a change) */
+/* whether the application was seen writing (for the DEBUG1 message) */
 static bool WasBusy = false;
+/* whether this worker took an XID since its last pause */
+static bool Wrote = false;
 
-static void ttl_yield_window(TimestampTz now, uint64 next, uint64 own);
+/*
+ * ttl_yield_subxact
+ *		Subtransaction callback of a worker: a subtransaction that took an
+ *		XID (our partition drops, a trigger's exception block) is ending;
+ *		count its XID as a worker's.
+ */
+static void
+ttl_yield_subxact(SubXactEvent event, SubTransactionId mySubid,
+				  SubTransactionId parentSubid, void *arg)
+{
+	if ((event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB) &&
+		TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
+	{
+		ttl_shared_count_worker_xid();
+		Wrote = true;
+	}
+}
+
+/*
+ * ttl_yield_start
+ *		Called once by a worker at start: from now on, its XIDs count as a
+ *		worker's and its batches are paced.
+ */
+void
+ttl_yield_start(void)
+{
+	ttl_yield_in_worker = true;
+	RegisterSubXactCallback(ttl_yield_subxact, NULL);
+}
 
 /*
  * ttl_yield_own_xid
- *		Take the transaction's XID now, before the batch's first write, and
- *		count it as a worker's.  A no-op outside a worker (ttl_runner() is
- *		the application, as far as the workers are concerned) and once the
- *		XIDs are taken.  Inside a subtransaction, its XID is counted too.
+ *		Take the transaction's top-level XID now, before the batch's first
+ *		write, and count it as a worker's.  A no-op outside a worker
+ *		(ttl_runner() is the application, as far as the workers are
+ *		concerned) and once the XID is taken.  Subtransactions' XIDs are
+ *		counted as they end (ttl_yield_subxact).
  */
 void
 ttl_yield_own_xid(void)
@@ -89,12 +131,7 @@ ttl_yield_own_xid(void)
 		(void) GetTopTransactionId();
 		ttl_shared_count_worker_xid();
 	}
-	if (IsSubTransaction() &&
-		!TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
-	{
-		(void) GetCurrentTransactionId();
-		ttl_shared_count_worker_xid();
-	}
+	Wrote = true;
 }
 
 /*
@@ -118,11 +155,9 @@ ttl_yield_window(TimestampTz now, uint64 next, uint64 own)
 void
 ttl_yield_restart(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	uint64		next = U64FromFullTransactionId(ReadNextFullTransactionId());
-
-	/* read after the counter: an XID a worker just took is counted by now */
-	ttl_yield_window(now, next, ttl_shared_worker_xids());
+	ttl_yield_window(GetCurrentTimestamp(),
+					 U64FromFullTransactionId(ReadNextFullTransactionId()),
+					 ttl_shared_worker_xids());
 	Looking = true;
 }
 
@@ -140,7 +175,7 @@ ttl_yield_busy(void)
 	uint64		own;
 	int64		others;
 	long		ms;
-	bool		busy;
+	bool		writing;
 
 	if (ttl_busy_share >= 100)
 		return false;
@@ -151,48 +186,70 @@ ttl_yield_busy(void)
 	next = U64FromFullTransactionId(ReadNextFullTransactionId());
 	own = ttl_shared_worker_xids();
 	others = (int64) (next - WindowNextXid) - (int64) (own - WindowOwnXids);
-	ms = (long) ((now - WindowStart) / 1000);
+	ms = TimestampDifferenceMilliseconds(WindowStart, now);
 
 	/*
-	 * Enough XIDs within the window; or, at the end of the first look after
-	 * a sleep, a rate that would reach that many within the window (the
-	 * look is too short to wait for the count).
+	 * Enough XIDs within the window (at that rate, over a window that grew
+	 * longer); or, at the end of the look after a sleep, a rate that would
+	 * reach that many within the window (the look is too short to wait
+	 * for the count).
 	 */
-	if (others >= TTL_BUSY_XIDS ||
-		(Looking && ms >= TTL_BUSY_LOOK_MS && others >= 2 &&
+	if (others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * Max(ms, TTL_BUSY_WINDOW_MS) ||
+		(Looking && ms >= TTL_BUSY_LOOK_MS && others >= TTL_LOOK_XIDS &&
 		 others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * ms))
 	{
 		BusyUntil = TimestampTzPlusMilliseconds(now, TTL_BUSY_HOLD_MS);
 		ttl_yield_window(now, next, own);
 		Looking = false;
 	}
-	else if (ms >= TTL_BUSY_WINDOW_MS)
+	else if (ms >= TTL_BUSY_WINDOW_MS || WindowStart > now)
 		ttl_yield_window(now, next, own);	/* too few to matter */
 	if (ms >= TTL_BUSY_LOOK_MS)
 		Looking = false;
+	/* the clock went back: do not give way for as long */
+	if (BusyUntil > TimestampTzPlusMilliseconds(now, TTL_BUSY_HOLD_MS))
+		BusyUntil = TimestampTzPlusMilliseconds(now, TTL_BUSY_HOLD_MS);
 
-	busy = now < BusyUntil || Looking;
-	if (busy != WasBusy)
+	writing = now < BusyUntil;
+	if (writing != WasBusy)
 		ereport(DEBUG1,
 				(errmsg_internal("ttl_index: %s (" INT64_FORMAT " XIDs taken by others in %ld ms)",
-								 busy ? "giving way" : "full speed", others, ms)));
-	WasBusy = busy;
-	return busy;
+								 writing ? "giving way" : "full speed", others, ms)));
+	WasBusy = writing;
+	return writing || Looking;
 }
 
 /*
  * ttl_yield_pause_ms
  *		How long to pause after a batch that took batch_us microseconds, so
  *		that batches fill ttl_index.busy_share percent of the time; 0 when
- *		the application is not writing.
+ *		the batch wrote nothing or the application is not writing.  While
+ *		only looking (just woken up), no longer than the look.  The caller
+ *		sleeps at most TTL_BUSY_HOLD_MS at a time and asks again, so that a
+ *		long pause ends soon after the application stops.
  */
 long
 ttl_yield_pause_ms(int64 batch_us)
 {
 	double		ms;
 
-	if (!ttl_yield_busy())
+	if (!Wrote || !ttl_yield_busy())
 		return 0;
+	Wrote = false;
+	batch_us = Min(Max(batch_us, 0), (int64) TTL_BUSY_MAX_BATCH_MS * 1000);
 	ms = (double) batch_us / 1000.0 * (100 - ttl_busy_share) / ttl_busy_share;
-	return (long) ceil(Max(ms, 1.0));
+	ms = Max(ms, 1.0);
+	if (GetCurrentTimestamp() >= BusyUntil)
+		ms = Min(ms, (double) TTL_BUSY_LOOK_MS);
+	return (long) ceil(ms);
+}
+
+/*
+ * ttl_yield_pause_slice_ms
+ *		The longest a worker sleeps in one go while pausing.
+ */
+long
+ttl_yield_pause_slice_ms(void)
+{
+	return TTL_BUSY_HOLD_MS;
 }

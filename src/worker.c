@@ -470,6 +470,25 @@ ttl_worker_interrupted(void)
 }
 
 /*
+ * ttl_worker_nap
+ *		Wait up to ms milliseconds (none when ms <= 0) in the given phase,
+ *		waking for a latch.  Returns false when interrupted (catalog changed,
+ *		settings to reload, told to leave).
+ */
+static bool
+ttl_worker_nap(const char *phase, long ms)
+{
+	ttl_slot_set_phase(phase);
+	if (ms > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	return !ttl_worker_interrupted();
+}
+
+/*
  * ttl_worker_rate
  *		This worker's rows per second, or 0 for no limit.
  */
@@ -509,11 +528,7 @@ ttl_worker_throttle(int64 deleted)
 	{
 		long		ms = (long) (-RateTokens / rate * 1000.0) + 1;
 
-		ttl_slot_set_phase("rate limited");
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		if (ttl_worker_interrupted())
+		if (!ttl_worker_nap("rate limited", ms))
 			return false;
 		now = GetCurrentTimestamp();
 		RateTokens = Min(rate, RateTokens + rate * (now - RateRefilledAt) / 1000000.0);
@@ -538,11 +553,7 @@ ttl_worker_yield(int64 batch_us)
 	{
 		long		slice = Min(ms, ttl_yield_pause_slice_ms());
 
-		ttl_slot_set_phase("yielding");
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 slice, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		if (ttl_worker_interrupted())
+		if (!ttl_worker_nap("yielding", slice))
 			return false;
 		ms -= slice;
 		if (ms > 0 && !ttl_yield_busy())
@@ -631,14 +642,7 @@ ttl_worker_run(void)
 		{
 			long		ms = (long) ((ready - GetCurrentTimestamp() + 999) / 1000);
 
-			ttl_slot_set_phase("rate limited");
-			if (ms > 0)
-			{
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 Min(ms, (long) ttl_max_sleep), PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-			}
-			if (ttl_worker_interrupted())
+			if (!ttl_worker_nap("rate limited", Min(ms, (long) ttl_max_sleep)))
 				return 0;
 		}
 		ttl_worker_admit(GetCurrentTimestamp());

@@ -604,6 +604,7 @@ ttl_worker_run(void)
 	ListCell   *lc;
 	int64		deleted;
 	TimestampTz started;
+	int64		batch_us;
 
 	ttl_worker_admit(now);
 	for (;;)
@@ -629,11 +630,12 @@ ttl_worker_run(void)
 			ran = true;
 			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);
+			batch_us = GetCurrentTimestamp() - started;
 			ttl_worker_policy_debt(e, deleted);
 			/* rows are charged to the rate limit before any pause */
 			if (ttl_worker_interrupted() ||
 				!ttl_worker_throttle(deleted) ||
-				!ttl_worker_yield(GetCurrentTimestamp() - started))
+				!ttl_worker_yield(batch_us))
 				return 0;
 		}
 		if (!any)

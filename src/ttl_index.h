@@ -297,6 +297,11 @@ extern uint64 ttl_shared_worker_xids(void);
  */
 /* a batch takes at most this many rows while others are writing */
 #define TTL_BUSY_BATCH_ROWS		500
+/*
+ * giving way lasts this long after the last sign of writing, and a pause is
+ * slept in slices no longer than this
+ */
+#define TTL_BUSY_HOLD_MS		1000
 
 extern bool ttl_yield_in_worker;
 extern void ttl_yield_start(void);
@@ -304,7 +309,6 @@ extern void ttl_yield_own_xid(void);
 extern void ttl_yield_restart(void);
 extern bool ttl_yield_busy(void);
 extern long ttl_yield_pause_ms(int64 batch_us);
-extern long ttl_yield_pause_slice_ms(void);
 
 /* ----------
  * Worker (worker.c)

@@ -551,7 +551,7 @@ ttl_worker_yield(int64 batch_us)
 	/* in slices, so that a long pause ends once the application stops */
 	while (ms > 0)
 	{
-		long		slice = Min(ms, ttl_yield_pause_slice_ms());
+		long		slice = Min(ms, (long) TTL_BUSY_HOLD_MS);
 
 		if (!ttl_worker_nap("yielding", slice))
 			return false;

@@ -58,8 +58,6 @@
 #define TTL_BUSY_XIDS			50
 /* ... of at most this long mean that the application is writing */
 #define TTL_BUSY_WINDOW_MS		1000
-/* give way for this long after the last sign of writing */
-#define TTL_BUSY_HOLD_MS		1000
 /* after a sleep, watch for this long before running at full speed ... */
 #define TTL_BUSY_LOOK_MS		10
 /* ... and give way if at least this many XIDs came meanwhile (see above) */
@@ -242,14 +240,4 @@ ttl_yield_pause_ms(int64 batch_us)
 	if (GetCurrentTimestamp() >= BusyUntil)
 		ms = Min(ms, (double) TTL_BUSY_LOOK_MS);
 	return (long) ceil(ms);
-}
-
-/*
- * ttl_yield_pause_slice_ms
- *		The longest a worker sleeps in one go while pausing.
- */
-long
-ttl_yield_pause_slice_ms(void)
-{
-	return TTL_BUSY_HOLD_MS;
 }

@@ -41,6 +41,7 @@ int			ttl_max_policies = 10000;
 int			ttl_log_min_duration = 10000;
 int			ttl_rate_limit = 0;
 int			ttl_busy_share = 5;
+int			ttl_worker_nice = 19;
 
 bool		ttl_preloaded = false;
 
@@ -131,6 +132,14 @@ _PG_init(void)
 							"While the application commits writes, a worker takes small batches and pauses after each one; "
 							"100 means it never gives way.",
 							&ttl_busy_share, 5, 1, 100,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.worker_nice",
+							"CPU priority (nice value) the background workers run at.",
+							"19 is the lowest priority: a worker gets CPU after every session of the application.  "
+							"0 runs workers at the server's own priority.",
+							&ttl_worker_nice, 19, 0, 19,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

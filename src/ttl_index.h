@@ -59,6 +59,7 @@ extern int	ttl_max_policies;
 extern int	ttl_log_min_duration;	/* ms, -1 = off */
 extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */
 extern int	ttl_busy_share;			/* %, 100 = never yield */
+extern int	ttl_worker_nice;		/* 0..19, workers' CPU priority */
 
 /* true when loaded through shared_preload_libraries (shared memory exists) */
 extern bool ttl_preloaded;
@@ -305,6 +306,7 @@ extern uint64 ttl_shared_worker_xids(void);
 
 extern bool ttl_yield_in_worker;
 extern void ttl_yield_start(void);
+extern bool ttl_yield_renice(void);
 extern void ttl_yield_own_xid(void);
 extern void ttl_yield_restart(void);
 extern bool ttl_yield_busy(void);

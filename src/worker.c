@@ -707,6 +707,13 @@ ttl_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			if (!ttl_yield_renice())
+			{
+				ereport(LOG,
+						(errmsg("ttl_index worker restarting to run at nice value %d",
+								ttl_worker_nice)));
+				proc_exit(0);
+			}
 		}
 		if (ttl_slot_blocked())
 			proc_exit(0);

@@ -39,6 +39,16 @@
  * would reach TTL_BUSY_XIDS within the window).  Changes between giving
  * way and full speed are logged at DEBUG1.
  *
+ * The workers also run at a low CPU priority (ttl_index.worker_nice, 19
+ * by default): a batch that wakes up while every core is busy waits for
+ * the application instead of taking a core from it, and a drain competes
+ * with read-only sessions, which take no XID, only for spare CPU.  A
+ * process may raise its nice value but not lower it again, so a worker
+ * asked to run at a lower value than it does exits, and the launcher
+ * starts a new one.  When the postmaster already runs at a higher nice
+ * value, the workers keep it: they never run at a higher priority than
+ * the server.
+ *
  * Everything here is process-local except the XID count, a shared atomic
  * counter (launcher.c) that needs no lock.
  *
@@ -47,6 +57,9 @@
 #include "postgres.h"
 
 #include <math.h>
+#ifndef WIN32
+#include <sys/resource.h>
+#endif
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -80,6 +93,8 @@ static bool Looking = false;
 static bool WasBusy = false;
 /* whether this worker took an XID since its last pause */
 static bool Wrote = false;
+/* the nice value the worker was started with, its postmaster's */
+static int	StartNice = 0;
 
 /*
  * ttl_yield_subxact
@@ -109,6 +124,44 @@ ttl_yield_start(void)
 {
 	ttl_yield_in_worker = true;
 	RegisterSubXactCallback(ttl_yield_subxact, NULL);
+#ifndef WIN32
+	errno = 0;
+	StartNice = getpriority(PRIO_PROCESS, 0);
+	if (errno != 0)
+		StartNice = 0;
+#endif
+	(void) ttl_yield_renice();
+}
+
+/*
+ * ttl_yield_renice
+ *		Run at ttl_index.worker_nice, or at the nice value the worker was
+ *		started with if that is higher.  Returns false when the worker runs
+ *		at a higher value than that, which it cannot lower: the caller exits
+ *		and the launcher starts a new worker.  Called at start and after
+ *		every reload of the settings.
+ */
+bool
+ttl_yield_renice(void)
+{
+#ifndef WIN32
+	int			want = Max(ttl_worker_nice, StartNice);
+	int			now;
+
+	errno = 0;
+	now = getpriority(PRIO_PROCESS, 0);
+	if (errno != 0 || now == want)
+		return true;
+	if (now > want)
+		return false;
+	if (setpriority(PRIO_PROCESS, 0, want) != 0)
+		ereport(WARNING,
+				(errmsg("ttl_index: could not set the worker's nice value to %d: %m", want)));
+	else
+		ereport(DEBUG1,
+				(errmsg_internal("ttl_index: worker runs at nice value %d", want)));
+#endif
+	return true;
 }
 
 /*

@@ -9,7 +9,8 @@
 #   2. expiry lag under steady inserts of about 5,000 rows/s
 #   3. fairness: 20 small tables whose rows expire while an 8M-row backlog drains
 #   4. foreground impact: an app's pgbench workload, worker idle vs at its
-#      defaults (which give way to writers), then full speed and rate limits
+#      defaults (which give way to writers), then at the server's CPU
+#      priority, full speed and rate limits
 #   5. idle cost: the worker's CPU with 1,000 policies and nothing to delete
 #   6. scale of policies: one ttl_runner() pass over 1 to 10,000 due policies
 #   7. memory: the worker's RSS while it drains the backlog of scenario 3
@@ -17,7 +18,7 @@
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
 # the run, two PNG charts drawn with gnuplot) go to DIR (default
-# test/bench/results/).  The full run takes about 9 minutes on 2 cores;
+# test/bench/results/).  The full run takes about 11 minutes on 2 cores;
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
@@ -66,7 +67,7 @@ if [ $smoke = 1 ]; then
 	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=3; s4_pairs=2
 	s5_tables=100; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2
 else
-	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_pairs=3
+	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_pairs=5
 	s5_tables=1000; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3
 fi
 s1_expired=$((s1_rows * 8 / 10))
@@ -84,7 +85,7 @@ teepid=$!
 command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
 
 started=$(date +%s)
-echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 9 minutes on 2 cores")), results in $out"
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 11 minutes on 2 cores")), results in $out"
 
 # ---------------------------------------------------------------- server
 sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)
@@ -597,8 +598,9 @@ s4() {
 	echo "== 4. foreground impact: pgbench -c 4 -j 2 for $s4_secs s per run (INSERT a row expiring in 1 day; SELECT a recent id), same seed;"
 	echo "   before every run the table is topped up to $(fmt $rows) expired rows and vacuumed; the worker is enabled as pgbench starts."
 	echo "   Worker idle and worker at its defaults alternate ($s4_pairs runs at defaults, each compared with the idle runs on either side,"
-	echo "   over the window from enabling it to the end of its drain or of the run); then, with yielding off (busy_share = 100),"
-	echo "   a full-speed drain and the two rate limits, compared with the median of the idle runs."
+	echo "   over the window from enabling it to the end of its drain or of the run); then the worker at its defaults but at the"
+	echo "   server's CPU priority (worker_nice = 0), and with yielding off (busy_share = 100) a full-speed drain and the two"
+	echo "   rate limits, each compared with the median of the idle runs."
 	echo "   (autovacuum off on this table, so that it does not run in one of the runs only)"
 	worker on
 	Q >/dev/null <<SQL
@@ -632,6 +634,9 @@ SQL
 		s4_load; s4_run "yield$i" "$rows" "$s4_secs"
 	done
 	s4_load; s4_run "idle$((s4_pairs + 1))" 0
+	s4_setting ttl_index.worker_nice 0
+	s4_load; s4_run nice0 "$rows" "$s4_secs"
+	s4_setting ttl_index.worker_nice default
 	s4_setting ttl_index.busy_share 100
 	s4_load; s4_run full "$rows" $((s4_secs + 120))
 	s4_setting ttl_index.rate_limit 20000
@@ -677,7 +682,7 @@ SQL
 	# impact is spread over a run
 	printf 'run\tsecond\ttps\tp99_ms\n' > "$out/s4_series.tsv"
 	for a in $(for i in $(seq 1 $((s4_pairs + 1))); do echo "idle$i"; done) \
-		$(for i in $(seq 1 "$s4_pairs"); do echo "yield$i"; done) full rate prate; do
+		$(for i in $(seq 1 "$s4_pairs"); do echo "yield$i"; done) nice0 full rate prate; do
 		cat "$dir/s4_$a".[0-9]* | awk -v st="$(s4_first "$a")" -v r="$a" \
 			'{print r "\t" int($5 + $6 / 1e6 - st) "\t" $3 / 1000}' | sort -t$'\t' -k2,2n -k3,3g |
 			awk -F'\t' '{k = $2; n[k]++; v[k, n[k]] = $3; r = $1} END {for (k = 0; k in n; k++) printf "%s\t%d\t%d\t%.3f\n", r, k, n[k], v[k, int(n[k] * 0.99 + 0.999999)]}' \
@@ -703,10 +708,11 @@ SQL
 		drops="$drops $(drop "$tps" "$itps")"; rises="$rises $(rise "$p99" "$ip99")"
 		rates="$rates $(calc "$rows_d / $secs_d" 0)"
 	done
-	for i in full rate prate; do
+	for i in nice0 full rate prate; do
 		read -r lo hi rows_d secs_d < <(s4_window "$i")
 		read -r itps ip99 < <(s4_idle_median "$lo" "$hi")
 		case $i in
+			nice0) a="worker_nice = 0, otherwise defaults" ;;
 			full) a="busy_share = 100: full speed" ;;
 			rate) a="busy_share = 100, ttl_index.rate_limit 20000" ;;
 			prate) a="busy_share = 100, policy rate_limit 20000" ;;
@@ -722,6 +728,7 @@ SQL
 	echo "  TPS change of each run at defaults against its two idle neighbours:$(for a in $drops; do printf ' %+.1f%%' "$(calc "-($a)" 1)"; done);" \
 		"p99:$(for a in $rises; do printf ' %+.1f%%' "$a"; done)"
 	echo "  noise: an inner idle run against its two idle neighbours differs by up to ${noise_t}% in TPS and ${noise_p}% in p99"
+	echo "  at the server's CPU priority (worker_nice = 0): TPS $(printf '%+.1f' "$(calc "-($s4_nice0_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_nice0_p99")%"
 	echo "  yielding off (busy_share = 100): full-speed drain TPS $(printf '%+.1f' "$(calc "-($s4_full_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_full_p99")%;" \
 		"ttl_index.rate_limit = 20000: TPS $(printf '%+.1f' "$(calc "-($s4_rate_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_rate_p99")%;" \
 		"policy rate_limit => 20000: TPS $(printf '%+.1f' "$(calc "-($s4_prate_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_prate_p99")%"

@@ -11,13 +11,19 @@ use Test::More;
 use Time::HiRes qw(sleep);
 use List::Util qw(max);
 
-# nice value of a process, from /proc/PID/stat (the 19th field)
+# the nice value in the text of a /proc/PID/stat file (its 19th field)
+sub nice_in_stat
+{
+	my ($stat) = @_;
+	$stat =~ s/^.*\) //s;
+	return (split / /, $stat)[16];
+}
+
+# nice value of a process
 sub nice_of
 {
 	my ($pid) = @_;
-	my $stat = slurp_file("/proc/$pid/stat");
-	$stat =~ s/^.*\) //s;
-	return (split / /, $stat)[16];
+	return nice_in_stat(slurp_file("/proc/$pid/stat"));
 }
 
 my $node = PostgreSQL::Test::Cluster->new('nice');
@@ -87,10 +93,10 @@ ok(purges(), 'and purges');
 my $stat = $node->safe_psql('postgres', q{
 INSERT INTO t (ts) SELECT now() - interval '1 hour' FROM generate_series(1, 10);
 SELECT ttl_runner();
-SELECT split_part(pg_read_file('/proc/self/stat'), ') ', 2);
+SELECT translate(pg_read_file('/proc/self/stat'), E'\\n', ' ');
 });
 $stat = (split /\n/, $stat)[-1];
-is((split / /, $stat)[16], $pm_nice, 'a session that ran ttl_runner() keeps the server\'s priority');
+is(nice_in_stat($stat), $pm_nice, 'a session that ran ttl_runner() keeps the server\'s priority');
 is(nice_of($pm_pid), $pm_nice, 'the postmaster keeps its priority');
 
 # lowering the value: the worker cannot lower its own, a new one starts

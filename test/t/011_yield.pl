@@ -122,7 +122,9 @@ sub start_app
 sub stop_app
 {
 	my $app = shift;
-	$app->signal('INT');
+	# TERM, not INT: a shell running this in the background (without job
+	# control) starts its children with SIGINT ignored
+	$app->signal('TERM');
 	$app->finish;
 }
 sub app_rows { return $node->safe_psql('one', 'SELECT count(*) FROM app'); }

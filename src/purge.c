@@ -682,6 +682,8 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 			{
 				case TM_Ok:
 					result->deleted++;
+					/* giving way: spread the batch out (yield.c) */
+					ttl_yield_pace();
 					break;
 				case TM_BeingModified:
 					result->skipped_locked++;
@@ -785,10 +787,14 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 	if (keycxt)
 		MemoryContextDelete(keycxt);
 
-	/* the next batch aims at ttl_index.batch_time */
+	/*
+	 * The next batch aims at ttl_index.batch_time.  The pauses of a batch
+	 * that gave way are not part of its work (but they do count against
+	 * batch_time above: they keep its transaction open).
+	 */
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_SUBTRACT(now, start);
-	result->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
+	result->elapsed_ms = Max(INSTR_TIME_GET_MILLISEC(now) - ttl_yield_batch_paused_ms(), 0);
 	if (ntids > 0)
 	{
 		double		per_row = Max(result->elapsed_ms, 0.001) / ntids;

@@ -18,7 +18,7 @@
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
 # the run, two PNG charts drawn with gnuplot) go to DIR (default
-# test/bench/results/).  The full run takes about 11 minutes on 2 cores;
+# test/bench/results/).  The full run takes about 8 minutes on 2 cores;
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
@@ -85,7 +85,7 @@ teepid=$!
 command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
 
 started=$(date +%s)
-echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 11 minutes on 2 cores")), results in $out"
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 8 minutes on 2 cores")), results in $out"
 
 # ---------------------------------------------------------------- server
 sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)
@@ -710,15 +710,19 @@ SQL
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$on" "$off" "$ton" "$toff" "$pon" "$poff" \
 			"$aon" "$aoff" "$(calc "$deleted / $on" 0)" "$d" "$r" "$nd" "$nr" >> "$out/s4_impact.tsv"
 		cat "$dir/s4_$a".[0-9]* | awk '{printf "%.6f %s\n", $5 + $6 / 1e6, $3 / 1000}' | sort -g |
-			awk -v tf="$dir/s4_$a.toggles" -v r="$a" '
+			awk -v tf="$dir/s4_$a.toggles" '
 				BEGIN { while ((getline l < tf) > 0) { split(l, f, " "); n++; t[n] = f[1]; st[n] = f[2] } }
 				NR == 1 { t0 = $1 }
 				{
 					while (k < n && t[k + 1] <= $1) k++
-					s = int($1 - t0); c[s]++; v[s, c[s]] = $2; if (k > 0 && st[k] == "on") w[s]++
-				}
-				END { for (s = 0; s in c; s++) printf "%s\t%d\t%d\t%.3f\t%s\n", r, s, c[s], v[s, int(c[s] * 0.99 + 0.999999)], w[s] * 2 > c[s] ? "on" : "off" }' \
-			>> "$out/s4_series.tsv"
+					print int($1 - t0), $2, (k > 0 && st[k] == "on") ? 1 : 0
+				}' | sort -k1,1n -k2,2g |
+			awk -v r="$a" '
+				{ s = $1; c[s]++; v[s, c[s]] = $2; w[s] += $3 }
+				END {
+					for (s = 0; s in c; s++)
+						printf "%s\t%d\t%d\t%.3f\t%s\n", r, s, c[s], v[s, int(c[s] * 0.99 + 0.999999)], (w[s] * 2 > c[s] ? "on" : "off")
+				}' >> "$out/s4_series.tsv"
 	done
 	local mdrop mrise noise_t noise_p
 	mdrop=$(median <<<"$drops"); mrise=$(median <<<"$rises")
@@ -727,7 +731,8 @@ SQL
 	echo "  at its defaults the worker purged $(fmt "$(median <<<"$rates")") rows per second on (median) while pgbench ran; it yields while others write"
 	echo "  TPS change of each run at defaults, on vs off:$(for a in $drops; do printf ' %+.1f%%' "$(calc "-($a)" 1)"; done);" \
 		"p99:$(for a in $rises; do printf ' %+.1f%%' "$a"; done)"
-	echo "  noise: within the runs at defaults, one half of the idle windows against the other differs by up to ${noise_t}% in TPS and ${noise_p}% in p99"
+	echo "  noise: within the runs at defaults, one half of the idle windows against the other differs by up to ${noise_t}% in TPS" \
+		"(median $(median <<<"$ndrops")%) and ${noise_p}% in p99 (median $(median <<<"$nrises")%)"
 	echo "  at the server's CPU priority (worker_nice = 0): TPS $(printf '%+.1f' "$(calc "-($s4_nice0_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_nice0_p99")%"
 	echo "  yielding off (busy_share = 100): full-speed drain ($(calc "$s4_full_on" 1) s on) TPS $(printf '%+.1f' "$(calc "-($s4_full_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_full_p99")%;" \
 		"ttl_index.rate_limit = 20000: TPS $(printf '%+.1f' "$(calc "-($s4_rate_tps)" 1)")%, p99 $(printf '%+.1f' "$s4_rate_p99")%;" \

@@ -682,8 +682,6 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 			{
 				case TM_Ok:
 					result->deleted++;
-					/* giving way: spread the batch out (yield.c) */
-					ttl_yield_pace();
 					break;
 				case TM_BeingModified:
 					result->skipped_locked++;
@@ -787,14 +785,10 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 	if (keycxt)
 		MemoryContextDelete(keycxt);
 
-	/*
-	 * The next batch aims at ttl_index.batch_time.  The pauses of a batch
-	 * that gave way are not part of its work (but they do count against
-	 * batch_time above: they keep its transaction open).
-	 */
+	/* the next batch aims at ttl_index.batch_time */
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_SUBTRACT(now, start);
-	result->elapsed_ms = Max(INSTR_TIME_GET_MILLISEC(now) - ttl_yield_batch_paused_ms(), 0);
+	result->elapsed_ms = INSTR_TIME_GET_MILLISEC(now);
 	if (ntids > 0)
 	{
 		double		per_row = Max(result->elapsed_ms, 0.001) / ntids;

@@ -129,7 +129,7 @@ _PG_init(void)
 
 	DefineCustomIntVariable("ttl_index.busy_share",
 							"Percentage of its time a background worker spends purging while other sessions are writing.",
-							"While the application commits writes, a worker takes small batches and pauses within and after each one; "
+							"While the application commits writes, a worker takes small batches and pauses after each one; "
 							"100 means it never gives way.",
 							&ttl_busy_share, 5, 1, 100,
 							PGC_SIGHUP, 0,

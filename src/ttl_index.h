@@ -310,10 +310,7 @@ extern bool ttl_yield_renice(void);
 extern void ttl_yield_own_xid(void);
 extern void ttl_yield_restart(void);
 extern bool ttl_yield_busy(void);
-extern bool ttl_yield_batch_begin(void);
-extern void ttl_yield_pace(void);
-extern double ttl_yield_batch_paused_ms(void);
-extern long ttl_yield_batch_end(void);
+extern long ttl_yield_pause_ms(int64 batch_us);
 
 /* ----------
  * Worker (worker.c)

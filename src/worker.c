@@ -257,8 +257,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		e->state.row_limit = Min(e->state.row_limit, Max((int32) (rate / 5), 16));
 	if (e->policy.rate_limit > 0)
 		e->state.row_limit = Min(e->state.row_limit, Max(e->policy.rate_limit / 5, 16));
-	/* while the application writes, small paced batches (see yield.c) */
-	if (ttl_yield_batch_begin())
+	/* while the application writes, small batches (see yield.c) */
+	if (ttl_yield_busy())
 		e->state.row_limit = Min(e->state.row_limit, TTL_BUSY_BATCH_ROWS);
 
 	SetCurrentStatementStartTimestamp();
@@ -539,13 +539,15 @@ ttl_worker_throttle(int64 deleted)
 
 /*
  * ttl_worker_yield
- *		After a batch: pause for the ms that giving way asks for (see
- *		yield.c), in slices, ending early once the application stops
- *		writing.  Returns false when interrupted.
+ *		After a batch that took batch_us microseconds: while the application
+ *		is writing, pause so that batches fill ttl_index.busy_share percent
+ *		of the time (see yield.c).  Returns false when interrupted.
  */
 static bool
-ttl_worker_yield(long ms)
+ttl_worker_yield(int64 batch_us)
 {
+	long		ms = ttl_yield_pause_ms(batch_us);
+
 	/* in slices, so that a long pause ends once the application stops */
 	while (ms > 0)
 	{
@@ -601,7 +603,8 @@ ttl_worker_run(void)
 	TimestampTz wake;
 	ListCell   *lc;
 	int64		deleted;
-	long		pause_ms;
+	TimestampTz started;
+	int64		batch_us;
 
 	ttl_worker_admit(now);
 	for (;;)
@@ -625,13 +628,14 @@ ttl_worker_run(void)
 				continue;
 			}
 			ran = true;
+			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);
-			pause_ms = ttl_yield_batch_end();
+			batch_us = GetCurrentTimestamp() - started;
 			ttl_worker_policy_debt(e, deleted);
 			/* rows are charged to the rate limit before any pause */
 			if (ttl_worker_interrupted() ||
 				!ttl_worker_throttle(deleted) ||
-				!ttl_worker_yield(pause_ms))
+				!ttl_worker_yield(batch_us))
 				return 0;
 		}
 		if (!any)

@@ -2,16 +2,16 @@
  *
  * yield.c
  *	  Giving way to the application: how a worker tells that other sessions
- *	  are writing, and how it paces its batches while they are.
+ *	  are writing, and how long it pauses after a batch while they are.
  *
  * A drain at full speed writes WAL as fast as one core can delete rows.
  * Every commit of the application must flush the WAL inserted before it,
  * most of it ours, and on a small machine the worker also takes a core
  * (see benchmark scenario 4 in the README for what that costs).  So while
  * others are writing, a worker takes small batches (TTL_BUSY_BATCH_ROWS)
- * and pauses within and after each one that writes, so that its work fills
- * at most ttl_index.busy_share percent of its time.  When nobody else
- * writes, it runs at full speed again.
+ * and, after each one that wrote, pauses so that its batches fill at most
+ * ttl_index.busy_share percent of its time.  When nobody else writes, it
+ * runs at full speed again.
  *
  * "Others are writing" is read off the transaction ID counter: every
  * transaction that writes takes an XID.  The workers count the XIDs they
@@ -28,19 +28,13 @@
  * second it is seen within milliseconds.  Read-only sessions take no XID
  * and are not seen: they compete with a drain for CPU only.
  *
- * A giving-way batch is paced as it goes, the way cost-based vacuum delay
- * paces VACUUM: on the plain delete path, after every TTL_PACE_WORK_US of
- * work it pauses for what that work owes (work * (100 - share) / share),
- * and after the batch for the rest.  A batch that deleted its 500 rows in
- * one burst and then paused would write WAL at full speed for a
- * millisecond: every application commit within that millisecond flushes
- * tens of kilobytes of it, which is what the application's p99 latency
- * sees.  In steps of TTL_PACE_WORK_US the same WAL is spread over the
- * pause.  The time between batches, and a pause longer than owed (a
- * process at nice 19 on a busy machine wakes up late), is credited
- * against the next pauses, up to one step's pause, so that the share
- * holds whatever the timer does.  Archive and soft-delete batches run
- * their statement in one go and pause after it.
+ * A batch that gives way deletes its rows in one go and pauses after it.
+ * Pausing within the batch as well, after every 0.2 ms of work (the way
+ * cost-based delay paces VACUUM, to spread the batch's WAL over the pause),
+ * was tried and measured: in benchmark scenario 4 it made no difference to
+ * the application's p99 above the noise, cost it about one point more of
+ * TPS, and kept each batch's transaction open twenty times longer.  Left
+ * out.
  *
  * A worker reads its own count between batches, when all its XIDs are
  * counted.  Another worker's XID is counted a moment after it is taken, so
@@ -77,7 +71,6 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
-#include "pgstat.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
@@ -90,11 +83,7 @@
 #define TTL_BUSY_LOOK_MS		10
 /* ... and give way if at least this many XIDs came meanwhile (see above) */
 #define TTL_LOOK_XIDS			3
-/* a giving-way batch pauses after every this much work (microseconds) */
-#define TTL_PACE_WORK_US		200
-/* no pause within a batch is longer than this (microseconds) */
-#define TTL_PACE_MAX_PAUSE_US	100000
-/* work is taken to have lasted at most this long (clock jumps) */
+/* a batch is taken to have lasted at most this long (clock jumps) */
 #define TTL_BUSY_MAX_BATCH_MS	60000
 
 /* set by ttl_yield_start: count our XIDs, pace our batches */
@@ -110,18 +99,8 @@ static TimestampTz BusyUntil = 0;
 static bool Looking = false;
 /* whether the application was seen writing (for the DEBUG1 message) */
 static bool WasBusy = false;
-/* whether this worker took an XID in its current (or last) batch */
+/* whether this worker took an XID since its last pause */
 static bool Wrote = false;
-/* this batch gives way: it is paced (ttl_yield_pace) */
-static bool Pacing = false;
-/* work not yet charged since then (batch start, or end of a pause) */
-static TimestampTz WorkSince = 0;
-/* not working since then (end of the last batch), 0 = not known */
-static TimestampTz IdleSince = 0;
-/* pause owed, in microseconds; negative: credit */
-static double OwedUs = 0;
-/* microseconds this batch paused */
-static int64 BatchPausedUs = 0;
 /* the nice value the worker was started with, its postmaster's */
 static int	StartNice = 0;
 
@@ -300,132 +279,26 @@ ttl_yield_busy(void)
 }
 
 /*
- * ttl_yield_charge
- *		Charge the work done since WorkSince: what it owes is added to the
- *		pause owed.
- */
-static void
-ttl_yield_charge(TimestampTz now)
-{
-	int64		work_us = now - WorkSince;
-
-	work_us = Min(Max(work_us, 0), (int64) TTL_BUSY_MAX_BATCH_MS * 1000);
-	OwedUs += (double) work_us * (100 - ttl_busy_share) / ttl_busy_share;
-	WorkSince = now;
-}
-
-/*
- * ttl_yield_credit
- *		Take idle_us microseconds of not working off the pause owed, leaving
- *		a credit of at most one step's pause.
- */
-static void
-ttl_yield_credit(int64 idle_us)
-{
-	double		most_credit = (double) TTL_PACE_WORK_US * (100 - ttl_busy_share) / ttl_busy_share;
-
-	OwedUs = Max(OwedUs - (double) Max(idle_us, 0), -most_credit);
-}
-
-/*
- * ttl_yield_batch_begin
- *		A worker's batch starts: whether it gives way (then it takes at
- *		most TTL_BUSY_BATCH_ROWS rows, and is paced).  The time since the
- *		last batch ended is credited.
- */
-bool
-ttl_yield_batch_begin(void)
-{
-	TimestampTz now;
-
-	Pacing = ttl_yield_busy();
-	now = GetCurrentTimestamp();
-	if (!Pacing)
-		OwedUs = 0;
-	else if (IdleSince != 0)
-		ttl_yield_credit(now - IdleSince);
-	IdleSince = 0;
-	WorkSince = now;
-	BatchPausedUs = 0;
-	return Pacing;
-}
-
-/*
- * ttl_yield_pace
- *		Within a giving-way batch, after a row was deleted: once
- *		TTL_PACE_WORK_US of work went by since the last pause, pause for
- *		what is owed.  The caller holds no buffer lock; it holds the pins of
- *		the current index and heap pages, as VACUUM does in its cost-based
- *		delay.  Interrupts are the caller's to check.
- */
-void
-ttl_yield_pace(void)
-{
-	TimestampTz now;
-	TimestampTz after;
-	int64		us;
-
-	if (!Pacing)
-		return;
-	now = GetCurrentTimestamp();
-	if (now - WorkSince < TTL_PACE_WORK_US && now >= WorkSince)
-		return;
-	ttl_yield_charge(now);
-	if (OwedUs < 1)
-		return;
-	us = (int64) Min(OwedUs, (double) TTL_PACE_MAX_PAUSE_US);
-	pgstat_report_wait_start(PG_WAIT_EXTENSION);
-	pg_usleep((long) us);
-	pgstat_report_wait_end();
-	after = GetCurrentTimestamp();
-	ttl_yield_credit(after - now);
-	BatchPausedUs += Max(after - now, 0);
-	WorkSince = after;
-}
-
-/*
- * ttl_yield_batch_paused_ms
- *		How long the current (or last) batch paused within itself: not part
- *		of its work.
- */
-double
-ttl_yield_batch_paused_ms(void)
-{
-	return (double) BatchPausedUs / 1000.0;
-}
-
-/*
- * ttl_yield_batch_end
- *		A worker's batch has ended (committed or not): returns how long to
- *		pause, so that batches fill ttl_index.busy_share percent of the
- *		time; 0 when the batch wrote nothing or the application is not
- *		writing.  While only looking (just woken up), no longer than the
- *		look.  The caller sleeps at most TTL_BUSY_HOLD_MS at a time and
- *		looks again, so that a long pause ends soon after the application
- *		stops; whatever it sleeps is credited when the next batch begins.
+ * ttl_yield_pause_ms
+ *		How long to pause after a batch that took batch_us microseconds, so
+ *		that batches fill ttl_index.busy_share percent of the time; 0 when
+ *		the batch wrote nothing or the application is not writing.  While
+ *		only looking (just woken up), no longer than the look.  The caller
+ *		sleeps at most TTL_BUSY_HOLD_MS at a time and asks again, so that a
+ *		long pause ends soon after the application stops.
  */
 long
-ttl_yield_batch_end(void)
+ttl_yield_pause_ms(int64 batch_us)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	bool		wrote = Wrote;
+	double		ms;
 
+	if (!Wrote || !ttl_yield_busy())
+		return 0;
 	Wrote = false;
-	IdleSince = now;
-	if (!Pacing)
-		return 0;
-	Pacing = false;
-	if (!wrote)
-		return 0;				/* a batch that only read is not charged */
-	if (!ttl_yield_busy())
-	{
-		OwedUs = 0;
-		return 0;
-	}
-	ttl_yield_charge(now);
-	if (now >= BusyUntil)
-		OwedUs = Min(OwedUs, (double) TTL_BUSY_LOOK_MS * 1000);
-	if (OwedUs < 1)
-		return 0;
-	return (long) ceil(OwedUs / 1000.0);
+	batch_us = Min(Max(batch_us, 0), (int64) TTL_BUSY_MAX_BATCH_MS * 1000);
+	ms = (double) batch_us / 1000.0 * (100 - ttl_busy_share) / ttl_busy_share;
+	ms = Max(ms, 1.0);
+	if (GetCurrentTimestamp() >= BusyUntil)
+		ms = Min(ms, (double) TTL_BUSY_LOOK_MS);
+	return (long) ceil(ms);
 }

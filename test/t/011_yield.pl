@@ -1,7 +1,6 @@
 # Giving way to the application (ttl_index.busy_share): while other sessions
-# commit writes, a worker takes batches of at most 500 rows, pauses within
-# them (paced, on the plain delete path) and between them; once they stop,
-# it drains at full speed again.  The XIDs
+# commit writes, a worker takes batches of at most 500 rows and pauses
+# after each one; once they stop, it drains at full speed again.  The XIDs
 # the workers take themselves (top-level, and subtransactions of their
 # triggers), in this database or another, are not taken for the
 # application's.  busy_share = 100 turns giving way off.
@@ -34,28 +33,22 @@ CREATE TABLE app (id bigserial PRIMARY KEY, v text);
 
 -- what this database's worker does, sampled every 5 ms for secs seconds,
 -- and how many XIDs were taken meanwhile (by anyone); writes nothing, so
--- it takes no XID itself.  A worker deleting and waiting on an Extension
--- event is pausing within its batch (its only wait of that kind there).
+-- it takes no XID itself
 CREATE FUNCTION watch(secs float8, OUT samples int, OUT yielding int,
-					  OUT small_batches int, OUT large_batches int,
-					  OUT paced int, OUT xids bigint)
+					  OUT small_batches int, OUT large_batches int, OUT xids bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz := clock_timestamp();
 	x0 bigint := txid_snapshot_xmax(txid_current_snapshot());
 	r record;
 BEGIN
-	samples := 0; yielding := 0; small_batches := 0; large_batches := 0; paced := 0;
+	samples := 0; yielding := 0; small_batches := 0; large_batches := 0;
 	WHILE clock_timestamp() < t0 + secs * interval '1 s' LOOP
-		PERFORM pg_stat_clear_snapshot();
-		SELECT p.phase, p.batch_row_limit, a.wait_event_type INTO r
-		  FROM ttl_index_progress p JOIN pg_stat_activity a USING (pid)
-		 WHERE p.datname = current_database();
+		SELECT phase, batch_row_limit INTO r FROM ttl_index_progress
+		 WHERE datname = current_database();
 		samples := samples + 1;
 		IF r.phase = 'yielding' THEN
 			yielding := yielding + 1;
-		ELSIF r.phase = 'deleting' AND r.wait_event_type = 'Extension' THEN
-			paced := paced + 1;
 		ELSIF r.phase = 'deleting' AND r.batch_row_limit <= 500 THEN
 			small_batches := small_batches + 1;
 		ELSIF r.phase = 'deleting' THEN
@@ -109,7 +102,7 @@ sub watch
 	my ($db, $secs) = @_;
 	my @r = split /\|/, $node->safe_psql($db, "SELECT * FROM watch($secs)");
 	return { samples => $r[0], yielding => $r[1], small => $r[2], large => $r[3],
-		paced => $r[4], xids_per_s => $r[5] / $secs };
+		xids_per_s => $r[4] / $secs };
 }
 
 # an application writing in database one: about 1,000 inserts a second,
@@ -152,7 +145,7 @@ foreach my $db ('one', 'two')
 	cmp_ok($w{$db}{xids_per_s}, '>', 200,
 		sprintf('%s: the workers took many XIDs meanwhile (%.0f a second)', $db, $w{$db}{xids_per_s}));
 	cmp_ok($w{$db}{samples}, '>', 50, "$db: sampled");
-	is($w{$db}{yielding} + $w{$db}{paced}, 0, "$db: no pause while only workers write");
+	is($w{$db}{yielding}, 0, "$db: no pause while only workers write");
 }
 cmp_ok($node->safe_psql('two', 'SELECT count(*) FROM seen'), '>', 1000,
 	'two: the trigger wrote in its subtransactions');
@@ -173,18 +166,15 @@ ok($node->poll_query_until('one', 'SELECT rows_deleted > 0 FROM ttl_index_stats'
 sleep(0.5);
 my $seen = watch('one', 2);
 cmp_ok(app_rows() - $rows0, '>', 500, 'the application was writing');
-cmp_ok($seen->{yielding} + $seen->{paced}, '>', $seen->{samples} / 2,
-	"the worker pauses most of the time ($seen->{yielding} samples between batches, "
-	  . "$seen->{paced} within one, of $seen->{samples})");
-cmp_ok($seen->{paced}, '>', 0, 'it pauses within its batches');
-cmp_ok($seen->{yielding}, '>', 0, 'and between them');
+cmp_ok($seen->{yielding}, '>', $seen->{samples} / 2,
+	"the worker pauses between batches most of the time ($seen->{yielding} of $seen->{samples} samples)");
 cmp_ok($seen->{small}, '>', 0, 'it deletes in small batches');
 is($seen->{large}, 0, 'and in no batch larger than 500 rows');
 stop_app($app);
 sleep(1.5);
 $seen = watch('one', 1);
 cmp_ok($seen->{large}, '>', 0, 'once the application stops, batches are large again');
-is($seen->{yielding} + $seen->{paced}, 0, 'and there is no pause');
+is($seen->{yielding}, 0, 'and there is no pause');
 
 # 3. busy_share = 100: no giving way, even while the application writes
 set_conf('ttl_index.busy_share = 100');
@@ -195,7 +185,7 @@ sleep(1);
 $seen = watch('one', 1.5);
 cmp_ok(app_rows() - $rows0, '>', 500, 'the application was writing');
 cmp_ok($seen->{large}, '>', 0, 'busy_share = 100: large batches while the application writes');
-is($seen->{yielding} + $seen->{paced} + $seen->{small}, 0, 'and no pause, no small batch');
+is($seen->{yielding} + $seen->{small}, 0, 'and no pause, no small batch');
 stop_app($app);
 set_conf('ttl_index.enabled = off');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET ttl_index.busy_share; SELECT pg_reload_conf()');

@@ -579,21 +579,25 @@ s4_run() {
 # deleted the whole backlog, if it did: later it has nothing to do) and
 # $dir/s4_off (every idle window), and the idle windows taken alternately
 # to $dir/s4_offa and $dir/s4_offb (the noise: two sets of idle windows
-# against each other).  Prints the seconds of each: "on off offa offb"
+# against each other).  Every transaction also goes to $dir/s4_tx as
+# "second_of_run latency_ms worker_on(1|0)", for the per-second series.
+# Prints the seconds of each: "on off offa offb"
 s4_split() {
 	local until
 	until=$(sql "SELECT coalesce(extract(epoch FROM finished), 'Infinity') FROM bench_event
 	               WHERE label = 's4_$1' AND reached")
-	rm -f "$dir"/s4_on "$dir"/s4_off "$dir"/s4_offa "$dir"/s4_offb
-	touch "$dir"/s4_on "$dir"/s4_off "$dir"/s4_offa "$dir"/s4_offb
+	rm -f "$dir"/s4_on "$dir"/s4_off "$dir"/s4_offa "$dir"/s4_offb "$dir"/s4_tx
+	touch "$dir"/s4_on "$dir"/s4_off "$dir"/s4_offa "$dir"/s4_offb "$dir"/s4_tx
 	cat "$dir/s4_$1".[0-9]* | awk '{printf "%.6f %s\n", $5 + $6 / 1e6, $3 / 1000}' | sort -g |
 		awk -v tf="$dir/s4_$1.toggles" -v until="${until:-Infinity}" -v d="$dir" '
 			BEGIN {
 				while ((getline l < tf) > 0) { split(l, f, " "); n++; t[n] = f[1]; st[n] = f[2] }
 				if (until == "Infinity") until = 1e18
 			}
+			NR == 1 { t0 = $1 }
 			{
 				while (k < n && t[k + 1] <= $1) k++
+				print int($1 - t0), $2, ((k > 0 && st[k] == "on") ? 1 : 0) > (d "/s4_tx")
 				if (k == 0) next
 				last = $1
 				if (st[k] == "on") { if ($1 <= until) print $2 > (d "/s4_on") }
@@ -709,14 +713,7 @@ SQL
 			"$pon" "$poff" "$(fmt "$(calc "$deleted / $on" 0)")" "$(calc "-($d)" 1)" "$r"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$on" "$off" "$ton" "$toff" "$pon" "$poff" \
 			"$aon" "$aoff" "$(calc "$deleted / $on" 0)" "$d" "$r" "$nd" "$nr" >> "$out/s4_impact.tsv"
-		cat "$dir/s4_$a".[0-9]* | awk '{printf "%.6f %s\n", $5 + $6 / 1e6, $3 / 1000}' | sort -g |
-			awk -v tf="$dir/s4_$a.toggles" '
-				BEGIN { while ((getline l < tf) > 0) { split(l, f, " "); n++; t[n] = f[1]; st[n] = f[2] } }
-				NR == 1 { t0 = $1 }
-				{
-					while (k < n && t[k + 1] <= $1) k++
-					print int($1 - t0), $2, (k > 0 && st[k] == "on") ? 1 : 0
-				}' | sort -k1,1n -k2,2g |
+		sort -k1,1n -k2,2g "$dir/s4_tx" |
 			awk -v r="$a" '
 				{ s = $1; c[s]++; v[s, c[s]] = $2; w[s] += $3 }
 				END {

@@ -51,9 +51,11 @@ BEGIN
 			yielding := yielding + 1;
 		ELSIF r.phase = 'deleting' AND r.batch_row_limit <= 500 THEN
 			small_batches := small_batches + 1;
-		ELSIF r.phase = 'deleting' THEN
+		ELSIF r.phase = 'deleting' AND r.batch_row_limit > 500 THEN
 			large_batches := large_batches + 1;
 		END IF;
+		-- 'deleting' with no batch in flight (batch_row_limit NULL: one
+		-- just ended, its pause not begun yet) is neither
 		PERFORM pg_sleep(0.005);
 	END LOOP;
 	xids := txid_snapshot_xmax(txid_current_snapshot()) - x0;

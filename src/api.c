@@ -52,6 +52,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* the longest TTL we accept: 100 years of 365.25 days */
@@ -131,7 +132,7 @@ ttl_api_open_table(Oid relid, LOCKMODE lockmode)
 				 errmsg("table \"%s\" does not use the heap access method",
 						RelationGetRelationName(rel))));
 
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!ttl_rel_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
 
 	return rel;

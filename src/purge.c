@@ -84,6 +84,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* a new pass starts with this many rows per batch, then adapts */
@@ -307,7 +308,7 @@ ttl_publications_exist(void)
 	Relation	pubrel;
 	SysScanDesc scan;
 
-	if (checked_in == MyProc->lxid)
+	if (checked_in == TTL_MY_LXID)
 		return exist;
 
 	pubrel = table_open(PublicationRelationId, AccessShareLock);
@@ -315,7 +316,7 @@ ttl_publications_exist(void)
 	exist = HeapTupleIsValid(systable_getnext(scan));
 	systable_endscan(scan);
 	table_close(pubrel, AccessShareLock);
-	checked_in = MyProc->lxid;
+	checked_in = TTL_MY_LXID;
 	return exist;
 }
 
@@ -434,7 +435,7 @@ ttl_probe_from(TtlPolicy *policy, TtlOpenTable *t, bool have_from, Datum from,
 	}
 
 	slot = table_slot_create(t->rel, NULL);
-	scan = index_beginscan(t->rel, t->irel, GetActiveSnapshot(), 1, 0);
+	scan = ttl_index_beginscan(t->rel, t->irel, GetActiveSnapshot(), 1, 0);
 	scan->xs_want_itup = true;
 	index_rescan(scan, &key, 1, NULL, 0);
 	for (int n = 0; n < TTL_PROBE_MAX_ROWS; n++)
@@ -646,7 +647,7 @@ ttl_purge_table_batch(TtlPolicy *policy, TtlPurgeState *state, Oid relid,
 				cutoff);
 
 	slot = table_slot_create(t.rel, NULL);
-	scan = index_beginscan(t.rel, t.irel, GetActiveSnapshot(), nkeys, 0);
+	scan = ttl_index_beginscan(t.rel, t.irel, GetActiveSnapshot(), nkeys, 0);
 	scan->xs_want_itup = true;
 	index_rescan(scan, keys, nkeys, NULL, 0);
 

@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  The differences between the PostgreSQL versions ttl_index builds
+ *	  against (15 to 18), in one place.
+ *
+ * Every guard tests the version that changed the API (PG_VERSION_NUM), not
+ * the versions we happen to test, so a version in between (17, whose
+ * sources we cannot test here) builds with the same code.  Each shim names
+ * the upstream change.  Code outside this file calls the names defined
+ * here and carries no version test of its own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TTL_COMPAT_H
+#define TTL_COMPAT_H
+
+#include "access/genam.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+
+#if PG_VERSION_NUM < 150000
+#error "ttl_index needs PostgreSQL 15 or later"
+#endif
+
+/*
+ * PostgreSQL 16 replaced the per-catalog ownership checks
+ * (pg_class_ownercheck, ...) with object_ownercheck(classid, ...).
+ */
+#if PG_VERSION_NUM >= 160000
+#define ttl_rel_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#else
+#define ttl_rel_ownercheck(relid, roleid) \
+	pg_class_ownercheck((relid), (roleid))
+#endif
+
+/*
+ * PostgreSQL 17 moved the local transaction id into the virtual
+ * transaction id of PGPROC (MyProc->vxid.lxid).
+ */
+#if PG_VERSION_NUM >= 170000
+#define TTL_MY_LXID		(MyProc->vxid.lxid)
+#else
+#define TTL_MY_LXID		(MyProc->lxid)
+#endif
+
+/*
+ * PostgreSQL 18 gave index_beginscan() an instrumentation argument (NULL:
+ * none).
+ */
+#if PG_VERSION_NUM >= 180000
+#define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
+#else
+#define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/*
+ * PostgreSQL 17 lets an extension name its own wait events
+ * (WaitEventExtensionNew), shown in pg_stat_activity.wait_event; before,
+ * every extension wait is "Extension".  ttl_wait_event() returns the event
+ * to pass to WaitLatch() for a name.
+ */
+#if PG_VERSION_NUM >= 170000
+#include "utils/wait_event.h"
+#define ttl_wait_event(name)	WaitEventExtensionNew(name)
+#else
+#include "utils/wait_event.h"
+#define ttl_wait_event(name)	PG_WAIT_EXTENSION
+#endif
+
+/*
+ * PostgreSQL 18 removed the execute_once argument of ExecutorRun().
+ */
+#if PG_VERSION_NUM >= 180000
+#define ttl_ExecutorRun(qd, dir, count) ExecutorRun((qd), (dir), (count))
+#else
+#define ttl_ExecutorRun(qd, dir, count) ExecutorRun((qd), (dir), (count), true)
+#endif
+
+#endif							/* TTL_COMPAT_H */

@@ -1,4 +1,12 @@
 # Makefile for ttl_index (PGXS)
+#
+#   make && make install                 build and install (PG_CONFIG selects the server)
+#   make installcheck                    pg_regress, isolation and TAP tests against a
+#                                        running server (PGHOST/PGPORT)
+#   make prove_installcheck              the TAP tests alone (they start their own servers)
+#
+# bash test/run_tests.sh runs all of it on every supported PostgreSQL (see
+# CONTRIBUTING.md).
 
 MODULE_big = ttl_index
 OBJS = \
@@ -20,12 +28,28 @@ EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
+# pg_regress: sql/*.sql against expected/*.out, on a server without the
+# library preloaded (PGXS runs them in the database contrib_regression)
 REGRESS = ttl_index ttl_expiry_rules
-REGRESS_OPTS = --dbname=ttl_regress
+
+# isolation specs and their expected output live under test/isolation
+ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=$(srcdir)/test/isolation
+
+# TAP tests (PostgreSQL::Test::Cluster); they start their own servers
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
+EXTRA_CLEAN = output_iso tmp_check
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS runs the TAP tests as part of installcheck; this target runs them alone
+.PHONY: prove_installcheck
+prove_installcheck:
+	$(prove_installcheck)

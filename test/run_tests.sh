@@ -1,45 +1,147 @@
 #!/usr/bin/env bash
 #
-# test/run_tests.sh: install what the tests need, build and install the
-# extension, then run every suite (pg_regress, isolation, TAP, and the
-# benchmark's smoke run) on throwaway servers as an ordinary OS user.  The
-# last line is "N passed, N failed".
+# test/run_tests.sh [--pg "15 16 18"] [--suites "regress isolation tap bench deb"]
+#                   [--tap "t/001_worker.pl ..."]
+#
+# Installs what the tests need, builds the servers and the extension, then
+# runs every suite (pg_regress, isolation, TAP, the benchmark's smoke run)
+# on each supported PostgreSQL, one version after another, on throwaway
+# servers as an ordinary OS user.  The last line is "N passed, N failed".
+#
+#   15  Debian 12's package (postgresql-15); the extension is installed from
+#       the .deb this tree builds (debian/, dpkg-buildpackage), so the suite
+#       also proves the package
+#   16  PostgreSQL 16.2, built from ../shared/sources with assertions on
+#   18  PostgreSQL 18.3, likewise
+#
+# The source builds are made once per machine and cached (test/pg_build.sh).
+# Every server log of a version's run is read afterwards: a "TRAP:" (failed
+# assertion), a "PANIC" or a process "terminated by signal" other than the
+# tests' own kill -9 counts as a failure, whatever the tests said.
 #
 # As root (a fresh Debian 12 machine): installs packages, builds, installs,
 # copies the tree to a scratch directory owned by the "postgres" user and
-# re-runs itself there as that user, since PostgreSQL refuses to run as root.
+# runs each version's suites there as that user, since PostgreSQL refuses to
+# run as root.
 #
-# Environment: TTL_TEST_SUITES="regress isolation tap bench" (default: all),
-#              TTL_TAP_TESTS="t/001_worker.pl ..." (default: all).
+# --pg: the versions to run (default "15 16 18"; "--pg 15" for quick work).
+# --suites: which suites (default all; "deb" builds and installs the
+# package for 15, else 15 gets a plain make install).  --tap: TAP files to
+# run (default all).  The same three can be given as TTL_PG_VERSIONS,
+# TTL_TEST_SUITES and TTL_TAP_TESTS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-. "$here/test/lib.sh"
-suites=${TTL_TEST_SUITES:-regress isolation tap bench}
+versions=${TTL_PG_VERSIONS:-15 16 18}
+suites=${TTL_TEST_SUITES:-regress isolation tap bench deb}
+taps=${TTL_TAP_TESTS:-}
+inner=0
+while [ $# -gt 0 ]; do
+	case $1 in
+		--pg) versions=${2:?--pg needs versions}; shift ;;
+		--suites) suites=${2:?--suites needs suite names}; shift ;;
+		--tap) taps=${2:?--tap needs test files}; shift ;;
+		--inner) inner=1 ;;
+		-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		*) echo "run_tests.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+has_suite() { [[ " $suites " == *" $1 "* ]]; }
 
-if [ "$(id -u)" = 0 ]; then
-	ttl_root_setup "$here" libipc-run-perl gnuplot-nox bc
+# pg_config_for VERSION: the pg_config of a version (builds it if needed)
+pg_config_for() {
+	if [ "$1" = 15 ]; then
+		echo /usr/lib/postgresql/15/bin/pg_config
+	else
+		echo "$(bash "$here/test/pg_build.sh" "$1")/pg_config"
+	fi
+}
+
+# ---------------------------------------------------------------- as root
+if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
+	. "$here/test/lib.sh"
+	start=$(date +%s)
+	ttl_packages postgresql-15 postgresql-server-dev-15 make gcc libipc-run-perl \
+		gnuplot-nox bc bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config \
+		postgresql-server-dev-all debhelper dpkg-dev
+	ttl_postgres_user
 	work=$(mktemp -d /tmp/ttl_index_test.XXXXXX)
-	cp -a "$here"/. "$work"/
-	chown -R postgres "$work"
-	chmod 755 "$work"
-	status=0
-	su postgres -s /bin/bash -c "TTL_TEST_SUITES='$suites' TTL_TAP_TESTS='${TTL_TAP_TESTS:-}' bash '$work/test/run_tests.sh'" || status=$?
-	rm -rf "$work"
-	exit $status
+	trap 'rm -rf "$work"' EXIT
+	passed=0
+	failed=0
+	summary=""
+	for v in $versions; do
+		vstart=$(date +%s)
+		if ! PG_CONFIG=$(pg_config_for "$v"); then
+			echo "not ok - PostgreSQL $v: could not build the server"
+			failed=$((failed + 1))
+			continue
+		fi
+		export PG_CONFIG
+		if [ "$v" = 15 ] && has_suite deb; then
+			if bash "$here/test/deb.sh" "$here"; then
+				echo "ok - the .deb builds and installs"
+				passed=$((passed + 1))
+			else
+				echo "not ok - the .deb builds and installs"
+				failed=$((failed + 1))
+				ttl_install_extension "$here"
+			fi
+		else
+			ttl_install_extension "$here"
+		fi
+		rm -rf "$work/tree"
+		cp -a "$here"/. "$work/tree"/
+		chown -R postgres "$work"
+		chmod 755 "$work" "$work/tree"
+		out=$(mktemp)
+		su postgres -s /bin/bash -c "PG_CONFIG='$PG_CONFIG' bash '$work/tree/test/run_tests.sh' --inner \
+			--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" 2>&1 | tee "$out" || true
+		line=$(tail -n 1 "$out")
+		rm -f "$out"
+		if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+			passed=$((passed + BASH_REMATCH[1]))
+			failed=$((failed + BASH_REMATCH[2]))
+		else
+			echo "not ok - PostgreSQL $v: the run did not finish"
+			failed=$((failed + 1))
+			line="did not finish"
+		fi
+		# keep the logs of the run beside the tree, for whoever looks next
+		rm -rf "$here/test/log/pg$v"
+		mkdir -p "$here/test/log"
+		cp -a "$work/tree/test/log/pg$v" "$here/test/log/" 2>/dev/null || true
+		summary="$summary
+PostgreSQL $v: $line ($(($(date +%s) - vstart)) s)"
+	done
+	echo "== summary$summary
+whole run: $(($(date +%s) - start)) s"
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
 fi
 
+# ---------------------------------------------------- one version, as postgres
+. "$here/test/lib.sh"
+[ "$(id -un)" != root ] || { echo "run_tests.sh: PostgreSQL does not run as root" >&2; exit 1; }
+v=$versions
 cd "$here"
 export PATH=$PGBIN:$PATH
 passed=0
 failed=0
-logdir=$here/test/log
+logdir=$here/test/log/pg$v
+rm -rf "$logdir"
 mkdir -p "$logdir"
+pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")/..
+echo "== PostgreSQL $v: $("$PG_CONFIG" --version), $PG_CONFIG"
 
-# start_server DIR PORT [extra postgresql.conf lines...]
+# a port of its own per version, so that a leftover server does not collide
+port=$((55400 + ${v%%.*}))
+
 start_server() {
-	local dir=$1 port=$2
-	shift 2
+	local dir=$1
+	shift
 	rm -rf "$dir"
 	initdb -D "$dir" -A trust -U postgres >/dev/null
 	{
@@ -48,7 +150,7 @@ start_server() {
 		echo "listen_addresses = ''"
 		for line in "$@"; do echo "$line"; done
 	} >> "$dir/postgresql.conf"
-	pg_ctl -D "$dir" -l "$dir.log" -w start >/dev/null
+	pg_ctl -D "$dir" -l "$logdir/regress_server.log" -w start >/dev/null
 }
 
 stop_server() {
@@ -56,7 +158,8 @@ stop_server() {
 }
 
 count_regress() {
-	# pg_regress prints "ok N - name" / "not ok N - name" (PG15: "test x ... ok")
+	# pg_regress prints "ok N - name" / "not ok N - name" (16+) or
+	# "test x ... ok" / "x ... FAILED" (15)
 	local out=$1
 	local ok bad
 	ok=$(grep -cE '^(ok|test .* \.\.\. ok|     [a-z_0-9]+ +\.\.\. ok| *[a-z_0-9]+ +\.\.\. ok)' "$out" || true)
@@ -65,46 +168,44 @@ count_regress() {
 	failed=$((failed + bad))
 }
 
-if [[ " $suites " == *" regress "* ]] || [[ " $suites " == *" isolation "* ]]; then
+if has_suite regress || has_suite isolation; then
 	echo "== pg_regress and isolation (server without shared_preload_libraries)"
-	start_server "$here/test/regress_data" 55441
-	export PGHOST=$here/test PGPORT=55441 PGUSER=postgres
-	if [[ " $suites " == *" regress "* ]]; then
-		make -s installcheck PG_CONFIG=$PGBIN/pg_config 2>&1 | tee "$logdir/regress.out" || true
+	start_server "$here/test/regress_data"
+	export PGHOST=$here/test PGPORT=$port PGUSER=postgres
+	if has_suite regress; then
+		make -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= TAP_TESTS= 2>&1 |
+			tee "$logdir/regress.out" || true
 		count_regress "$logdir/regress.out"
-		[ -f regression.diffs ] && cat regression.diffs
+		[ -f regression.diffs ] && cat regression.diffs && cp regression.diffs "$logdir/"
 	fi
-	if [[ " $suites " == *" isolation "* ]] && ls test/isolation/specs/*.spec >/dev/null 2>&1; then
-		specs=$(cd test/isolation/specs && ls *.spec | sed 's/\.spec$//' | tr '\n' ' ')
-		$(dirname "$($PGBIN/pg_config --pgxs)")/../test/isolation/pg_isolation_regress \
-			--inputdir=test/isolation --outputdir=test/isolation/output \
-			--dbname=ttl_isolation $specs 2>&1 | tee "$logdir/isolation.out" || true
+	if has_suite isolation; then
+		make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= TAP_TESTS= 2>&1 |
+			tee "$logdir/isolation.out" || true
 		count_regress "$logdir/isolation.out"
-		[ -f test/isolation/output/regression.diffs ] && cat test/isolation/output/regression.diffs
+		[ -f output_iso/regression.diffs ] && cat output_iso/regression.diffs &&
+			cp output_iso/regression.diffs "$logdir/isolation.diffs"
 	fi
 	stop_server "$here/test/regress_data"
 	unset PGHOST PGPORT PGUSER
 fi
 
-if [[ " $suites " == *" tap "* ]]; then
+if has_suite tap; then
 	echo "== TAP"
-	pgxs=$(dirname "$($PGBIN/pg_config --pgxs)")/..
-	tests=${TTL_TAP_TESTS:-$(cd test && ls t/*.pl)}
-	(
-		cd test
-		TESTDIR=$here/test PG_REGRESS=$pgxs/test/regress/pg_regress \
-		PERL5LIB=$pgxs/test/perl prove --timer $tests
-	) 2>&1 | tee "$logdir/tap.out" || true
-	ok=$(grep -cE '^t/.* ok$|^\[.*\] t/.* ok' "$logdir/tap.out" || true)
-	bad=$(grep -cE '^t/.*(Failed|Dubious)|^\[.*\] t/.*(Failed|Dubious)' "$logdir/tap.out" || true)
+	tests=${taps:-$(ls test/t/*.pl)}
+	tests=$(for t in $tests; do case $t in test/*) echo "$t" ;; *) echo "test/$t" ;; esac; done | tr '\n' ' ')
+	make -s prove_installcheck PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$tests" PROVE_FLAGS="--timer" 2>&1 |
+		tee "$logdir/tap.out" || true
+	ok=$(grep -cE '^test/t/.* ok$|^\[.*\] test/t/.* ok' "$logdir/tap.out" || true)
+	bad=$(grep -cE '^test/t/.*(Failed|Dubious)|^\[.*\] test/t/.*(Failed|Dubious)' "$logdir/tap.out" || true)
 	grep -q "^Result: PASS" "$logdir/tap.out" || [ "$bad" -gt 0 ] || bad=1
 	passed=$((passed + ok))
 	failed=$((failed + bad))
+	cp -a tmp_check/log "$logdir/tap" 2>/dev/null || true
 fi
 
-if [[ " $suites " == *" bench "* ]]; then
-	# the benchmark suite at tiny sizes (about 45 s): checks that the harness
-	# works and its figures are sane, not the performance targets
+if has_suite bench; then
+	# the benchmark suite at tiny sizes (about a minute): checks that the
+	# harness works and its figures are sane, not the performance targets
 	echo "== bench (test/bench/run.sh --smoke)"
 	if bash "$here/test/bench/run.sh" --smoke --out "$logdir/bench" > "$logdir/bench.out" 2>&1 &&
 		grep -q '^== summary' "$logdir/bench.out"; then
@@ -118,5 +219,25 @@ if [[ " $suites " == *" bench "* ]]; then
 	fi
 fi
 
+# Every server log of this version's run: an assertion failure, a PANIC or
+# a crashed process is a failure even when the tests passed.  kill -9
+# (signal 9) is what the crash tests do on purpose.
+echo "== server logs"
+bad_logs=0
+while IFS= read -r -d '' f; do
+	if grep -qE 'TRAP:|PANIC|terminated by signal ([0-8]|[1-9][0-9])([^0-9]|$)' "$f"; then
+		echo "not ok - server log $(basename "$f"):"
+		grep -nE 'TRAP:|PANIC|terminated by signal ([0-8]|[1-9][0-9])([^0-9]|$)' "$f" | head -5
+		bad_logs=$((bad_logs + 1))
+	fi
+done < <(find "$logdir" -name '*.log' ! -name 'regress_log_*' -print0)
+if [ $bad_logs = 0 ]; then
+	echo "ok - no TRAP, PANIC or crashed process in $(find "$logdir" -name '*.log' ! -name 'regress_log_*' | wc -l) server logs"
+	passed=$((passed + 1))
+else
+	failed=$((failed + bad_logs))
+fi
+
+echo "PostgreSQL $v: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

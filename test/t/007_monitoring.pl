@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
 
 my $node = PostgreSQL::Test::Cluster->new('monitoring');
 $node->init;
@@ -193,7 +194,7 @@ is($out, "1500|1500|1500
 t", 'ttl_index_stats on 1500 policies, holding no lock per policy') or diag($err);
 
 # the postgres_exporter queries run and return every metric they declare
-open(my $fh, '<', "$ENV{TESTDIR}/../monitoring/postgres_exporter.yml")
+open(my $fh, '<', "$FindBin::RealBin/../../monitoring/postgres_exporter.yml")
   or die "cannot read postgres_exporter.yml: $!";
 my (%query, %metrics, $section, $in_query);
 while (my $line = <$fh>)

@@ -122,9 +122,12 @@ ttl_partition_upper_bound(Oid child, Datum *upper)
  * ttl_partition_plain
  *		Whether dropping this partition (and everything below it) is the
  *		same as deleting its rows: no row-level DELETE trigger (foreign keys
- *		pointing at it included) and no rules.  Takes no lock: called with
- *		the partitioned table locked, which keeps its partitions from being
- *		dropped or detached meanwhile.
+ *		pointing at it included) and no rules.  Each partition (and
+ *		sub-partition) is locked before it is opened, without waiting: the
+ *		parent's lock does not keep a concurrent CREATE TRIGGER or DETACH
+ *		PARTITION CONCURRENTLY off a partition, and a partition whose lock
+ *		is not free is not plain for this pass.  The locks are kept until
+ *		the transaction ends.
  */
 static bool
 ttl_partition_plain(Oid child)
@@ -135,9 +138,15 @@ ttl_partition_plain(Oid child)
 
 	foreach(lc, all)
 	{
-		Relation	rel = try_relation_open(lfirst_oid(lc), NoLock);
+		Relation	rel;
 		TriggerDesc *trig;
 
+		if (!ConditionalLockRelationOid(lfirst_oid(lc), AccessShareLock))
+		{
+			plain = false;
+			break;
+		}
+		rel = try_relation_open(lfirst_oid(lc), NoLock);
 		if (rel == NULL)
 			continue;
 		trig = rel->trigdesc;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+#
+# test/deb.sh DIR: build the Debian package of the tree in DIR with
+# dpkg-buildpackage (pg_buildext, one package per PostgreSQL version
+# Debian supports: postgresql-15-ttl-index on Debian 12) and install it.
+# Run as root; test/run_tests.sh then runs the suites on PostgreSQL 15
+# against what the package installed.  The .deb is left in test/log/.
+set -euo pipefail
+dir=$(cd "${1:-$(dirname "$0")/..}" && pwd)
+version=$(dpkg-parsechangelog -l "$dir/debian/changelog" -S Version)
+work=$(mktemp -d /tmp/ttl_index_deb.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/ttl-index-$version"
+# the tree as git has it, without build products or test output
+(cd "$dir" && tar cf - --exclude=.git --exclude=test/log --exclude=tmp_check --exclude=results \
+	--exclude='*.o' --exclude='*.so' --exclude='*.bc' .) | tar xf - -C "$work/ttl-index-$version"
+echo "== building the Debian package ttl-index $version"
+(cd "$work/ttl-index-$version" && dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 ||
+	{ tail -40 "$work/build.log"; exit 1; }
+debs=$(ls "$work"/postgresql-*-ttl-index_"$version"_*.deb)
+echo "== installing $(basename -a $debs | tr '\n' ' ')"
+dpkg -i $debs > /dev/null
+mkdir -p "$dir/test/log"
+cp $debs "$dir/test/log/"
+dpkg -L postgresql-15-ttl-index | grep -E '\.so$|\.control$'

@@ -4,9 +4,12 @@
 # (fsync is on here: test clusters turn it off, and then nothing syncs.)
 use strict;
 use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use TtlIndex;
 
 my $node = PostgreSQL::Test::Cluster->new('commit');
 $node->init;
@@ -20,6 +23,12 @@ fsync = on
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION ttl_index');
 
+# WAL syncs so far: pg_stat_wal.wal_sync, which PostgreSQL 18 moved to
+# pg_stat_io (the fsyncs of object 'wal')
+my $syncs = TtlIndex::version($node) >= 180000
+  ? "SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal'"
+  : 'SELECT wal_sync FROM pg_stat_wal';
+
 # drain(table): 50 batches of 1000 rows; returns the WAL syncs meanwhile
 sub drain
 {
@@ -30,13 +39,13 @@ INSERT INTO $table SELECT now() - interval '1 day' FROM generate_series(1, 50000
 CREATE INDEX ON $table (ts);
 CHECKPOINT;
 });
-	my $before = $node->safe_psql('postgres', 'SELECT wal_sync FROM pg_stat_wal');
+	my $before = $node->safe_psql('postgres', $syncs);
 	$node->safe_psql('postgres', "SELECT ttl_create_index('$table', 'ts', 60)");
 	$node->poll_query_until('postgres', "SELECT count(*) = 0 FROM $table")
 	  or die "$table not drained";
 	# the worker reports its WAL statistics with its table counters
 	sleep(2);
-	return $node->safe_psql('postgres', 'SELECT wal_sync FROM pg_stat_wal') - $before;
+	return $node->safe_psql('postgres', $syncs) - $before;
 }
 
 my $sync = drain('t_sync');

@@ -14,18 +14,28 @@ OBJS = \
 	src/backlog.o \
 	src/catalog.o \
 	src/expiry.o \
+	src/filter.o \
+	src/held.o \
+	src/hooks.o \
 	src/launcher.o \
+	src/owner.o \
 	src/partition.o \
-	src/progress.o \
+	src/probe.o \
 	src/purge.o \
+	src/runner.o \
+	src/shmem.o \
+	src/statement.o \
 	src/stats.o \
-	src/target.o \
+	src/targets.o \
 	src/ttl_index.o \
+	src/views.o \
 	src/worker.o \
+	src/writes.o \
 	src/yield.o
 
 EXTENSION = ttl_index
-DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql
+DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql \
+	sql/ttl_index--1.2--1.3.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 # pg_regress: sql/*.sql against expected/*.out, on a server without the

@@ -63,7 +63,7 @@ $$;
 -- the table, an archive table that no longer takes the table's rows; the
 -- archive table's own ALTERs are checked too), and keep the stored column
 -- names equal to the live ones.
--- ttl_index_check_policy() (C, policy.c) does the checking; the type rules
+-- ttl_index_check_policy() (C, api.c) does the checking; the type rules
 -- live there, in one place.
 CREATE FUNCTION @extschema@.ttl_index_check_policy(policy_id integer)
 RETURNS void

@@ -119,8 +119,8 @@ SELECT count(*) FROM ttl_index_policy WHERE relid = 'app.renamed'::regclass;
 DROP TABLE app.daily;
 SELECT count(*) FROM ttl_index_policy WHERE column_name = 'day';
 
--- without a usable index ttl_runner says so; calling ttl_create_index
--- again makes one
+-- without a usable index ttl_runner says so (a warning: the other
+-- policies go on); calling ttl_create_index again makes one
 SELECT ttl_create_index('app.events', 'at', interval '1 day') > 0 AS ok;
 DROP INDEX app.events_at_ttl_idx;
 SELECT ttl_runner();
@@ -165,7 +165,8 @@ INSERT INTO app.audited VALUES (now() - interval '1 hour', 'public'),
 SELECT ttl_runner();
 SELECT kind FROM app.audited;
 -- the owner's rights, not the superuser's: a trigger the owner could not
--- run itself makes the batch fail, and nothing is deleted
+-- run itself makes the policy fail (a warning names it; ttl_runner itself
+-- does not fail, so other policies still purge), and nothing is deleted
 SET ROLE ttl_owner;
 CREATE OR REPLACE FUNCTION app.log_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -180,7 +181,8 @@ SELECT count(*) FROM app.audited WHERE kind = 'public';
 SET ROLE ttl_owner;
 SELECT ttl_drop_index('app.audited', 'ts');
 -- the owner's own privileges count too: an owner that revoked DELETE on
--- its table from itself gets the error its own DELETE would get
+-- its table from itself gets the error its own DELETE would get (as a
+-- warning of the policy's failure)
 CREATE TABLE app.nodelete (ts timestamptz);
 SELECT ttl_create_index('app.nodelete', 'ts', 60) > 0 AS ok;
 INSERT INTO app.nodelete VALUES (now() - interval '1 hour');
@@ -193,9 +195,9 @@ GRANT DELETE ON app.nodelete TO ttl_owner;
 RESET ROLE;
 SELECT ttl_runner();
 SELECT count(*) FROM app.nodelete;
--- as for any DELETE: not in a read-only transaction, and not from a table
--- published with deletes but without a replica identity (the subscribers
--- would never hear of them)
+-- as for any DELETE: not in a read-only transaction (an error: nothing can
+-- run), and not from a table published with deletes but without a replica
+-- identity (the subscribers would never hear of them; the policy fails)
 BEGIN READ ONLY;
 SELECT ttl_runner();
 ROLLBACK;

@@ -2,8 +2,8 @@
  *
  * api.c
  *	  SQL-callable functions that manage policies: ttl_create_index(),
- *	  ttl_drop_index(), ttl_pause(), ttl_resume(), ttl_runner(), and the
- *	  internal functions the install script and the triggers call.
+ *	  ttl_drop_index(), ttl_pause(), ttl_resume(), and the internal
+ *	  functions the install script and the triggers call.
  *
  * Security model: the functions run as the caller.  Every check (the table
  * exists, is an ordinary permanent table, the caller owns it, the column
@@ -53,6 +53,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "catalog/pg_inherits.h"
 #include "ttl_index.h"
 
 /* the longest TTL we accept: 100 years of 365.25 days */
@@ -62,7 +63,6 @@
 PG_FUNCTION_INFO_V1(ttl_create_index);
 PG_FUNCTION_INFO_V1(ttl_create_index_seconds);
 PG_FUNCTION_INFO_V1(ttl_drop_index);
-PG_FUNCTION_INFO_V1(ttl_runner);
 PG_FUNCTION_INFO_V1(ttl_index_policy_changed);
 PG_FUNCTION_INFO_V1(ttl_index_installed);
 PG_FUNCTION_INFO_V1(ttl_pause);
@@ -218,60 +218,6 @@ ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 }
 
 /*
- * ttl_api_created_index
- *		The index of the table on the column (as its first key, or in the
- *		expression of its first key) that bears the comment
- *		ttl_create_index() puts on the indexes it makes, or InvalidOid.  The comment, not an OID in the catalog, is the record:
- *		it survives pg_dump and restore (where the catalog's data is loaded
- *		before the indexes exist) and ALTER COLUMN ... TYPE (which rebuilds
- *		indexes under new OIDs).
- */
-static Oid
-ttl_api_created_index(Relation rel, AttrNumber attnum)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
-	Oid			result = InvalidOid;
-
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup;
-		bool		first_key;
-		char	   *comment;
-
-		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		first_key = ((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
-			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == attnum;
-		if (((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
-			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == 0)
-		{
-			bool		isnull;
-			Datum		d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indexprs, &isnull);
-			Bitmapset  *attrs = NULL;
-
-			if (!isnull)
-				pull_varattnos(linitial((List *) stringToNode(TextDatumGetCString(d))),
-							   1, &attrs);
-			first_key = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs);
-		}
-		ReleaseSysCache(tup);
-		if (!first_key)
-			continue;
-		comment = GetComment(indexoid, RelationRelationId, 0);
-		if (comment != NULL && strcmp(comment, TTL_INDEX_COMMENT) == 0)
-		{
-			result = indexoid;
-			break;
-		}
-	}
-	list_free(indexes);
-	return result;
-}
-
-/*
  * ttl_api_index_partial
  *		Whether an index has a predicate.
  */
@@ -299,7 +245,7 @@ ttl_api_index_partial(Oid indexoid)
  */
 static void
 ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
-					 TtlTarget *t, const char *soft_column)
+					 TtlTarget *t)
 {
 	char	   *idxname;
 	char	   *sql;
@@ -309,8 +255,9 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
 
 	if (t->filter != NULL && !contain_mutable_functions((Node *) t->filter))
 		where = t->filter_sql;
-	else if (soft_column != NULL)
-		where = psprintf("%s IS NULL", quote_identifier(soft_column));
+	else if (t->soft_attnum != 0)
+		where = psprintf("%s IS NULL",
+						 quote_identifier(get_attname(t->relid, t->soft_attnum, false)));
 
 	idxname = ChooseRelationName(relname, colname, "ttl_idx", nsp, false);
 	sql = psprintf("CREATE INDEX %s ON %s (%s)%s%s",
@@ -319,18 +266,17 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
 				   t->key_sql,
 				   where ? " WHERE " : "", where ? where : "");
 
-	/* the filter's text was deparsed for this search_path */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* the filter's text was deparsed in this environment */
+	SPI_connect();
+	nestlevel = ttl_parse_env_enter();
 	ret = SPI_execute(sql, false, 0);
-	AtEOXact_GUC(true, nestlevel);
+	ttl_parse_env_leave(nestlevel);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not create index: %s", SPI_result_code_string(ret));
 
 	/*
 	 * The comment marks the index as ours; ttl_drop_index() finds it by it
-	 * (see ttl_api_created_index).  pg_dump and the rebuilds of ALTER TABLE
+	 * (see ttl_created_index).  pg_dump and the rebuilds of ALTER TABLE
 	 * ... ALTER COLUMN TYPE keep comments, not OIDs.
 	 */
 	sql = psprintf("COMMENT ON INDEX %s IS %s",
@@ -339,6 +285,7 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
 	ret = SPI_execute(sql, false, 0);
 	if (ret != SPI_OK_UTILITY)
 		elog(ERROR, "could not comment on index: %s", SPI_result_code_string(ret));
+	SPI_finish();
 	CommandCounterIncrement();
 }
 
@@ -471,118 +418,115 @@ ttl_api_check_archive(Relation rel, Oid archive)
 }
 
 /*
- * ttl_api_check_statement
- *		Prepare (not run) the statement a batch of the policy would run, as
- *		the caller: the archive table's columns, the soft-delete column's
- *		type and the caller's privileges are checked the way the purge will
- *		meet them.
+ * ttl_api_policy
+ *		Read ttl_create_index()'s arguments into a policy and check those
+ *		that do not need the table.
  */
 static void
-ttl_api_check_statement(TtlPolicy *policy, TtlTarget *t)
+ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *policy,
+			   char **unit, char **action)
 {
-	Oid			argtypes[3] = {TIDARRAYOID, t->keytype, INTERVALOID};
-	int			nestlevel = NewGUCNestLevel();
-	SPIPlanPtr	plan;
-
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	plan = SPI_prepare(ttl_target_action_sql(policy, t), 3, argtypes);
-	AtEOXact_GUC(true, nestlevel);
-	if (plan == NULL)
-		elog(ERROR, "could not prepare the purge statement: %s",
-			 SPI_result_code_string(SPI_result));
-	SPI_freeplan(plan);
-}
-
-/*
- * ttl_api_create
- *		Shared body of both ttl_create_index() variants, once expire_after is
- *		known as an interval.
- */
-static int32
-ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
-{
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *colname = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
-	char	   *unit;
-	char	   *action;
-	TtlPolicy	policy;
-	TtlTarget	t;
-	Relation	rel;
-	AttrNumber	attnum;
-	Oid			indexoid;
-	Oid			created;
-	Oid			nsp;
-	char	   *relname;
-	char	   *sql;
-	Oid			argtypes[11] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
-	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID};
-	Datum		values[11];
-	char		nulls[11];
-	NameData	colnamedata;
-	NameData	ttlnamedata;
-	NameData	softnamedata;
-	int			ret;
-	bool		isnull;
-	int32		id;
-	bool		current = ttl_catalog_is_current();
-
-	memset(&policy, 0, sizeof(policy));
-	ttl_api_options(fcinfo, &policy, &unit, &action);
-	policy.ttl_column = ttl_api_text_arg(fcinfo, TTL_ARG_TTL_COLUMN);
-	policy.expire_after = ttl_interval_usecs(expire_after);
-	if (policy.ttl_column != NULL && policy.unit_ns != 0)
+	memset(policy, 0, sizeof(TtlPolicy));
+	ttl_api_options(fcinfo, policy, unit, action);
+	policy->relid = PG_GETARG_OID(0);
+	policy->column_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	policy->ttl_column = ttl_api_text_arg(fcinfo, TTL_ARG_TTL_COLUMN);
+	policy->filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
+	policy->expire_after = ttl_interval_usecs(expire_after);
+	if (policy->ttl_column != NULL && policy->unit_ns != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unit cannot be combined with ttl_column"),
 				 errdetail("With ttl_column, the TTL column is a timestamp and the per-row TTL is in seconds or an interval.")));
 
-	/* ShareLock: we may build an index, and the table must not change under us */
-	rel = ttl_api_open_table(relid, ShareLock);
-	attnum = ttl_api_column(rel, colname);
-	namestrcpy(&colnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname));
-	policy.relid = relid;
-	policy.attnum = attnum;
-	policy.column_name = NameStr(colnamedata);
-	if (policy.ttl_column != NULL)
-	{
-		AttrNumber	a = ttl_api_column(rel, policy.ttl_column);
+	/* the library is newer than the installed SQL definitions */
+	if (!ttl_catalog_is_current() &&
+		(policy->ttl_column || policy->filter || *unit ||
+		 policy->action != TTL_ACTION_DELETE || policy->rate_limit > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("these options of ttl_create_index need version 1.2 of the extension"),
+				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+}
 
-		if (a == attnum)
+/*
+ * ttl_api_policy_columns
+ *		Resolve the policy's column names against the table (as stored: the
+ *		live spelling), check the archive table, and parse the filter as the
+ *		caller, storing it as deparsed.
+ */
+static void
+ttl_api_policy_columns(Relation rel, TtlPolicy *policy)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	policy->attnum = ttl_api_column(rel, policy->column_name);
+	policy->column_name = pstrdup(NameStr(TupleDescAttr(desc, policy->attnum - 1)->attname));
+	if (policy->ttl_column != NULL)
+	{
+		AttrNumber	a = ttl_api_column(rel, policy->ttl_column);
+
+		if (a == policy->attnum)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("ttl_column must not be the TTL column itself")));
-		namestrcpy(&ttlnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname));
-		policy.ttl_column = NameStr(ttlnamedata);
+		policy->ttl_column = pstrdup(NameStr(TupleDescAttr(desc, a - 1)->attname));
 	}
-	if (policy.soft_column != NULL)
+	if (policy->soft_column != NULL)
 	{
-		AttrNumber	a = ttl_api_column(rel, policy.soft_column);
+		AttrNumber	a = ttl_api_column(rel, policy->soft_column);
 
-		namestrcpy(&softnamedata, NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname));
-		policy.soft_column = NameStr(softnamedata);
+		policy->soft_column = pstrdup(NameStr(TupleDescAttr(desc, a - 1)->attname));
 	}
-	if (policy.action == TTL_ACTION_ARCHIVE)
-		ttl_api_check_archive(rel, policy.archive_relid);
+	if (policy->action == TTL_ACTION_ARCHIVE)
+		ttl_api_check_archive(rel, policy->archive_relid);
+	ttl_target_check_types(policy, rel);
+	if (ttl_rel_has_delete_rules(rel, policy->action, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has a DO INSTEAD rule on %s",
+						RelationGetRelationName(rel),
+						policy->action == TTL_ACTION_SOFT_DELETE ? "UPDATE" : "DELETE"),
+				 errdetail("The rule would replace what the policy does to expired rows, which would then never be removed."),
+				 errhint("Drop the rule first.")));
 
 	/* the filter, parsed and checked as the caller, stored as deparsed */
-	if (filter != NULL)
-		policy.filter = ttl_filter_deparse(rel, ttl_filter_parse(rel, filter));
+	if (policy->filter != NULL)
+		policy->filter = ttl_filter_deparse(rel, ttl_filter_parse(rel, policy->filter, false));
+}
 
-	(void) ttl_target_resolve(&policy, rel, &t, false);
+/*
+ * ttl_api_index_one
+ *		Make sure one table of the policy (its own, or an inheritance child)
+ *		has the index the policy needs: one that serves it as it now is,
+ *		else a new one; an index this function made earlier for the column
+ *		that no longer serves it (the options changed) is dropped.  Checks
+ *		the statement a batch will run on the table first.  The caller holds
+ *		the table in SHARE mode, and does not hold it open (CREATE INDEX
+ *		refuses a table in use in this session).
+ */
+static void
+ttl_api_index_one(TtlPolicy *policy, Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	TtlTarget  *t = ttl_target_create(relid, false, CurrentMemoryContext);
+	Oid			indexoid;
+	Oid			created;
+	char	   *relname;
+	char	   *colname;
+	Oid			nsp;
 
-	SPI_connect();
-	ttl_api_check_statement(&policy, &t);
+	if (ttl_target_resolve(policy, t, rel) == TTL_RESOLVE_GONE)
+		elog(ERROR, "could not resolve the policy on %s", RelationGetRelationName(rel));
+	ttl_statement_check(policy, t, rel);
+	nsp = RelationGetNamespace(rel);
+	relname = pstrdup(RelationGetRelationName(rel));
+	colname = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(rel), t->attnum - 1)->attname));
+	relation_close(rel, NoLock);
 
-	/*
-	 * The index: one that serves the policy as it now is, else a new one.
-	 * An index this function made earlier for the column that no longer
-	 * serves it (the options changed) is dropped.
-	 */
-	indexoid = ttl_find_index(&t);
-	if (OidIsValid(indexoid) && t.filter != NULL && !ttl_api_index_partial(indexoid) &&
-		(policy.soft_column != NULL || !contain_mutable_functions((Node *) t.filter)))
+	indexoid = t->indexoid;
+	if (OidIsValid(indexoid) && t->filter != NULL && !ttl_api_index_partial(indexoid) &&
+		(policy->soft_column != NULL || !contain_mutable_functions((Node *) t->filter)))
 	{
 		/*
 		 * A plain index would make every pass re-read the expired rows the
@@ -591,12 +535,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 		 */
 		indexoid = InvalidOid;
 	}
-	created = ttl_api_created_index(rel, attnum);
-	nsp = RelationGetNamespace(rel);
-	relname = pstrdup(RelationGetRelationName(rel));
-
-	/* CREATE INDEX refuses a table we hold open; the lock stays */
-	table_close(rel, NoLock);
+	created = ttl_created_index(relid, t->attnum);
 	if (OidIsValid(created) && created != indexoid)
 	{
 		ObjectAddress obj;
@@ -606,56 +545,99 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 		CommandCounterIncrement();
 	}
 	if (!OidIsValid(indexoid))
-		ttl_api_create_btree(nsp, relname, NameStr(colnamedata), &t, policy.soft_column);
+		ttl_api_create_btree(nsp, relname, colname, t);
+}
 
-	if (!current)
+/*
+ * ttl_api_indexes
+ *		The index of every table the policy covers: the table itself (on a
+ *		partitioned table PostgreSQL makes it on every partition), and each
+ *		inheritance child, which inherits no index.  The caller holds the
+ *		table in SHARE mode; children are locked the same way.
+ */
+static void
+ttl_api_indexes(TtlPolicy *policy, bool has_children)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	if (has_children)
+		children = find_all_inheritors(policy->relid, ShareLock, NULL);
+	ttl_api_index_one(policy, policy->relid);
+	foreach(lc, children)
 	{
-		/* the library is newer than the installed SQL definitions */
-		if (policy.ttl_column || policy.filter || unit || policy.action != TTL_ACTION_DELETE ||
-			policy.rate_limit > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("these options of ttl_create_index need version 1.2 of the extension"),
-					 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+		if (lfirst_oid(lc) != policy->relid &&
+			get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			ttl_api_index_one(policy, lfirst_oid(lc));
 	}
+}
+
+/*
+ * ttl_api_write_policy
+ *		Insert or update the catalog row, as the extension owner.  Returns
+ *		the policy id.
+ */
+static int32
+ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit,
+					 const char *action)
+{
+	bool		current = ttl_catalog_is_current();
+	Oid			argtypes[11] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID};
+	Datum		values[11];
+	char		nulls[11];
+	NameData	colnamedata;
+	NameData	ttlnamedata;
+	NameData	softnamedata;
+	char	   *sql;
+	int			ret;
+	bool		isnull;
+	int32		id;
+
+	namestrcpy(&colnamedata, policy->column_name);
+	if (policy->ttl_column)
+		namestrcpy(&ttlnamedata, policy->ttl_column);
+	if (policy->soft_column)
+		namestrcpy(&softnamedata, policy->soft_column);
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = ObjectIdGetDatum(relid);
+	values[0] = ObjectIdGetDatum(policy->relid);
 	values[1] = NameGetDatum(&colnamedata);
 	values[2] = IntervalPGetDatum(expire_after);
-	values[3] = Int32GetDatum(policy.batch_size);
-	nulls[3] = policy.batch_size > 0 ? ' ' : 'n';
+	values[3] = Int32GetDatum(policy->batch_size);
+	nulls[3] = policy->batch_size > 0 ? ' ' : 'n';
 	values[4] = NameGetDatum(&ttlnamedata);
-	nulls[4] = policy.ttl_column ? ' ' : 'n';
-	values[5] = policy.filter ? CStringGetTextDatum(policy.filter) : (Datum) 0;
-	nulls[5] = policy.filter ? ' ' : 'n';
+	nulls[4] = policy->ttl_column ? ' ' : 'n';
+	values[5] = policy->filter ? CStringGetTextDatum(policy->filter) : (Datum) 0;
+	nulls[5] = policy->filter ? ' ' : 'n';
 	values[6] = unit ? CStringGetTextDatum(unit) : (Datum) 0;
 	nulls[6] = unit ? ' ' : 'n';
 	values[7] = CStringGetTextDatum(action);
-	values[8] = ObjectIdGetDatum(policy.archive_relid);
-	nulls[8] = OidIsValid(policy.archive_relid) ? ' ' : 'n';
+	values[8] = ObjectIdGetDatum(policy->archive_relid);
+	nulls[8] = OidIsValid(policy->archive_relid) ? ' ' : 'n';
 	values[9] = NameGetDatum(&softnamedata);
-	nulls[9] = policy.soft_column ? ' ' : 'n';
-	values[10] = Int32GetDatum(policy.rate_limit);
-	nulls[10] = policy.rate_limit > 0 ? ' ' : 'n';
+	nulls[9] = policy->soft_column ? ' ' : 'n';
+	values[10] = Int32GetDatum(policy->rate_limit);
+	nulls[10] = policy->rate_limit > 0 ? ' ' : 'n';
 
-	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
-				   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit)"
-				   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-				   " ON CONFLICT (relid, attnum) DO UPDATE"
-				   " SET expire_after = excluded.expire_after,"
-				   "     batch_size = excluded.batch_size,"
-				   "     column_name = excluded.column_name,"
-				   "     ttl_column = excluded.ttl_column,"
-				   "     filter = excluded.filter,"
-				   "     unit = excluded.unit,"
-				   "     action = excluded.action,"
-				   "     archive_table = excluded.archive_table,"
-				   "     soft_delete_column = excluded.soft_delete_column,"
-				   "     rate_limit = excluded.rate_limit"
-				   " RETURNING id",
-				   ttl_catalog_relname());
-	if (!current)
+	if (current)
+		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
+					   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit)"
+					   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+					   " ON CONFLICT (relid, attnum) DO UPDATE"
+					   " SET expire_after = excluded.expire_after,"
+					   "     batch_size = excluded.batch_size,"
+					   "     column_name = excluded.column_name,"
+					   "     ttl_column = excluded.ttl_column,"
+					   "     filter = excluded.filter,"
+					   "     unit = excluded.unit,"
+					   "     action = excluded.action,"
+					   "     archive_table = excluded.archive_table,"
+					   "     soft_delete_column = excluded.soft_delete_column,"
+					   "     rate_limit = excluded.rate_limit"
+					   " RETURNING id",
+					   ttl_catalog_relname());
+	else
 		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
 					   " VALUES ($1, $2, 0, $3, $4)"
 					   " ON CONFLICT (relid, attnum) DO UPDATE"
@@ -664,13 +646,41 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 					   "     column_name = excluded.column_name"
 					   " RETURNING id",
 					   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, current ? 11 : 4,
-									 argtypes, values, nulls);
+	SPI_connect();
+	ret = ttl_api_as_extension_owner(sql, current ? 11 : 4, argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-
 	SPI_finish();
+	return id;
+}
+
+/*
+ * ttl_api_create
+ *		Shared body of both ttl_create_index() variants, once expire_after is
+ *		known as an interval: check everything, make the indexes, write the
+ *		catalog.
+ */
+static int32
+ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
+{
+	TtlPolicy	policy;
+	char	   *unit;
+	char	   *action;
+	Relation	rel;
+	bool		has_children;
+	int32		id;
+
+	ttl_api_policy(fcinfo, expire_after, &policy, &unit, &action);
+
+	/* ShareLock: we may build an index, and the table must not change under us */
+	rel = ttl_api_open_table(policy.relid, ShareLock);
+	ttl_api_policy_columns(rel, &policy);
+	has_children = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass;
+	table_close(rel, NoLock);
+	ttl_api_indexes(&policy, has_children);
+
+	id = ttl_api_write_policy(&policy, expire_after, unit, action);
 	return id;
 }
 
@@ -732,6 +742,42 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 }
 
 /*
+ * ttl_api_drop_created
+ *		Drop the indexes ttl_create_index made for a policy: on the table,
+ *		and on its inheritance children (on a partitioned table, the one
+ *		index takes its partitions' with it).
+ */
+static void
+ttl_api_drop_created(Relation rel, AttrNumber attnum)
+{
+	Oid			relid = RelationGetRelid(rel);
+	const char *colname = get_attname(relid, attnum, false);
+	List	   *tables = list_make1_oid(relid);
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass)
+		tables = find_all_inheritors(relid, ShareUpdateExclusiveLock, NULL);
+	foreach(lc, tables)
+	{
+		Oid			table = lfirst_oid(lc);
+		AttrNumber	a = table == relid ? attnum : get_attnum(table, colname);
+		Oid			created;
+
+		if (a == InvalidAttrNumber ||
+			(table != relid && get_rel_relkind(table) != RELKIND_RELATION))
+			continue;
+		created = ttl_created_index(table, a);
+		if (OidIsValid(created))
+		{
+			ObjectAddress obj;
+
+			ObjectAddressSet(obj, RelationRelationId, created);
+			performDeletion(&obj, DROP_RESTRICT, 0);
+		}
+	}
+}
+
+/*
  * ttl_drop_index(table regclass, column text) returns boolean
  *		Drop a policy, and the index if ttl_create_index() created it.
  */
@@ -746,7 +792,6 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 	Oid			argtypes[2] = {OIDOID, INT2OID};
 	Datum		values[2];
 	int			ret;
-	Oid			created;
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
@@ -770,31 +815,12 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 				 errmsg("table \"%s\" has no TTL policy on column \"%s\"",
 						RelationGetRelationName(rel), colname)));
 
-	/* the index ttl_create_index made, known by its comment */
-	created = ttl_api_created_index(rel, attnum);
-	if (OidIsValid(created))
-	{
-		ObjectAddress obj;
-
-		ObjectAddressSet(obj, RelationRelationId, created);
-		performDeletion(&obj, DROP_RESTRICT, 0);
-	}
-
 	SPI_finish();
+
+	/* the indexes ttl_create_index made, known by their comment */
+	ttl_api_drop_created(rel, attnum);
 	table_close(rel, NoLock);
 	PG_RETURN_BOOL(true);
-}
-
-/*
- * ttl_runner() returns bigint
- *		One full pass over every enabled policy of this database whose table
- *		the caller owns (superusers: all), with the same engine as the
- *		worker, inside the caller's transaction.  Returns rows deleted.
- */
-Datum
-ttl_runner(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(ttl_run_all_in_transaction());
 }
 
 /*
@@ -930,13 +956,12 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 	List	   *policies;
 	ListCell   *lc;
 
-	SPI_connect();
 	policies = ttl_load_policies(CurrentMemoryContext);
 	foreach(lc, policies)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
 		Relation	rel;
-		TtlTarget	t;
+		TtlTarget  *t;
 		ErrorContextCallback errcallback;
 
 		if (p->id != id)
@@ -948,12 +973,13 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 		errcallback.arg = p;
 		errcallback.previous = error_context_stack;
 		error_context_stack = &errcallback;
-		if (ttl_target_resolve(p, rel, &t, false) == TTL_TARGET_OK)
-			ttl_api_check_statement(p, &t);
+		ttl_target_check_types(p, rel);
+		t = ttl_target_create(p->relid, false, CurrentMemoryContext);
+		if (ttl_target_resolve(p, t, rel) != TTL_RESOLVE_GONE)
+			ttl_statement_check(p, t, rel);
 		error_context_stack = errcallback.previous;
 		relation_close(rel, NoLock);
 		break;
 	}
-	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -142,7 +142,7 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 		policy->soft_column != NULL ||
 		get_rel_relkind(policy->relid) != RELKIND_RELATION)
 		return false;
-	typid = get_atttype(policy->relid, policy->attnum);
+	typid = getBaseType(get_atttype(policy->relid, policy->attnum));
 	if (!ttl_key_type_ok(typid, policy->unit_ns))
 		return false;
 	tuples = ttl_backlog_tuples(policy->relid);

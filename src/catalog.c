@@ -6,14 +6,18 @@
  *
  * The catalog is an ordinary table in the extension's schema, read through
  * SPI with fully qualified names, so a caller's search_path cannot redirect
- * it.  All functions here must be called inside a transaction; the ones that
- * use SPI must be called between SPI_connect() and SPI_finish().
+ * it.  All functions here must be called inside a transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
+#include "commands/comment.h"
+#include "nodes/bitmapset.h"
+#include "optimizer/optimizer.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
@@ -31,6 +35,11 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "catalog/pg_publication.h"
+#include "executor/spi.h"
+#include "storage/proc.h"
+
+#include "compat.h"
 #include "ttl_index.h"
 
 /*
@@ -145,6 +154,7 @@ ttl_interval_usecs(Interval *span)
 /*
  * ttl_load_policies
  *		Read every policy of the current database, in id order, into cxt.
+ *		Connects to SPI for the time of the read.
  */
 List *
 ttl_load_policies(MemoryContext cxt)
@@ -153,6 +163,8 @@ ttl_load_policies(MemoryContext cxt)
 	char	   *catalog = ttl_catalog_relname();
 	List	   *result = NIL;
 	int			ret;
+
+	SPI_connect();
 
 	/*
 	 * Between installing a newer library and ALTER EXTENSION UPDATE, the
@@ -215,5 +227,115 @@ ttl_load_policies(MemoryContext cxt)
 		result = lappend(result, p);
 		MemoryContextSwitchTo(old);
 	}
+	SPI_finish();
 	return result;
+}
+
+/*
+ * ttl_created_index
+ *		The index of the table on the column (as its first key, or in the
+ *		expression of its first key) that bears the comment
+ *		ttl_create_index() puts on the indexes it makes, or InvalidOid.  The
+ *		comment, not an OID in the catalog, is the record:
+ *		it survives pg_dump and restore (where the catalog's data is loaded
+ *		before the indexes exist) and ALTER COLUMN ... TYPE (which rebuilds
+ *		indexes under new OIDs).
+ */
+Oid
+ttl_created_index(Oid relid, AttrNumber attnum)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			result = InvalidOid;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup;
+		bool		first_key;
+		char	   *comment;
+
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		first_key = ((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
+			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == attnum;
+		if (((Form_pg_index) GETSTRUCT(tup))->indnatts > 0 &&
+			((Form_pg_index) GETSTRUCT(tup))->indkey.values[0] == 0)
+		{
+			bool		isnull;
+			Datum		d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indexprs, &isnull);
+			Bitmapset  *attrs = NULL;
+
+			if (!isnull)
+				pull_varattnos(linitial((List *) stringToNode(TextDatumGetCString(d))),
+							   1, &attrs);
+			first_key = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs);
+		}
+		ReleaseSysCache(tup);
+		if (!first_key)
+			continue;
+		comment = GetComment(indexoid, RelationRelationId, 0);
+		if (comment != NULL && strcmp(comment, TTL_INDEX_COMMENT) == 0)
+		{
+			result = indexoid;
+			break;
+		}
+	}
+	list_free(indexes);
+	relation_close(rel, AccessShareLock);
+	return result;
+}
+
+static bool
+ttl_str_equal(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+		(a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * ttl_policy_equal
+ *		Whether two readings of a policy are the same in everything a pass
+ *		depends on (a reload keeps the pass in hand only then).
+ */
+bool
+ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
+{
+	return a->id == b->id && a->relid == b->relid && a->attnum == b->attnum &&
+		a->expire_after == b->expire_after && a->batch_size == b->batch_size &&
+		a->enabled == b->enabled && a->unit_ns == b->unit_ns &&
+		a->action == b->action && a->archive_relid == b->archive_relid &&
+		a->rate_limit == b->rate_limit &&
+		ttl_str_equal(a->column_name, b->column_name) &&
+		ttl_str_equal(a->ttl_column, b->ttl_column) &&
+		ttl_str_equal(a->filter, b->filter) &&
+		ttl_str_equal(a->soft_column, b->soft_column);
+}
+
+/*
+ * ttl_publications_exist
+ *		Whether the current database has any publication, looked up once per
+ *		transaction (a CREATE PUBLICATION commits before a later transaction
+ *		sees it here).
+ */
+bool
+ttl_publications_exist(void)
+{
+	static LocalTransactionId checked_in = InvalidLocalTransactionId;
+	static bool exist = false;
+	Relation	pubrel;
+	SysScanDesc scan;
+
+	if (checked_in == TTL_MY_LXID)
+		return exist;
+
+	pubrel = table_open(PublicationRelationId, AccessShareLock);
+	scan = systable_beginscan(pubrel, InvalidOid, false, NULL, 0, NULL);
+	exist = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(pubrel, AccessShareLock);
+	checked_in = TTL_MY_LXID;
+	return exist;
 }

@@ -18,6 +18,7 @@
 #include "access/genam.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/wait_event.h"
 
 #if PG_VERSION_NUM < 150000
 #error "ttl_index needs PostgreSQL 15 or later"
@@ -58,26 +59,32 @@
 #endif
 
 /*
- * PostgreSQL 17 lets an extension name its own wait events
- * (WaitEventExtensionNew), shown in pg_stat_activity.wait_event; before,
- * every extension wait is "Extension".  ttl_wait_event() returns the event
- * to pass to WaitLatch() for a name.
- */
-#if PG_VERSION_NUM >= 170000
-#include "utils/wait_event.h"
-#define ttl_wait_event(name)	WaitEventExtensionNew(name)
-#else
-#include "utils/wait_event.h"
-#define ttl_wait_event(name)	PG_WAIT_EXTENSION
-#endif
-
-/*
  * PostgreSQL 18 removed the execute_once argument of ExecutorRun().
  */
 #if PG_VERSION_NUM >= 180000
 #define ttl_ExecutorRun(qd, dir, count) ExecutorRun((qd), (dir), (count))
 #else
 #define ttl_ExecutorRun(qd, dir, count) ExecutorRun((qd), (dir), (count), true)
+#endif
+
+/*
+ * PostgreSQL 17 lets an extension name its own wait events, shown in
+ * pg_stat_activity.wait_event (WaitEventExtensionNew); before, every wait
+ * of an extension is "Extension".
+ */
+#if PG_VERSION_NUM >= 170000
+#define TTL_HAVE_NAMED_WAIT_EVENTS 1
+#endif
+
+/*
+ * PostgreSQL 18 lets a module declare its name and version
+ * (PG_MODULE_MAGIC_EXT), shown by pg_get_loaded_modules().
+ */
+#if PG_VERSION_NUM >= 180000
+#define TTL_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = TTL_EXTENSION_NAME, .version = TTL_LIBRARY_VERSION)
+#else
+#define TTL_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
 #endif							/* TTL_COMPAT_H */

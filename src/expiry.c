@@ -1,24 +1,43 @@
 /*-------------------------------------------------------------------------
  *
  * expiry.c
- *	  Time arithmetic of TTL keys: the scan bound (cutoff) of a pass, the
- *	  instant a key expires, the Unix-epoch units of numeric TTL columns,
- *	  and ttl_expires_at(), the immutable function a per-row TTL is indexed
- *	  by.
+ *	  Time arithmetic of TTL keys: when a key expires, the cutoff a pass
+ *	  scans up to, the Unix-epoch units of numeric TTL columns, and
+ *	  ttl_expires_at(), the immutable function a per-row TTL is indexed by.
  *
- * A key is the value the purge range-scans: the TTL column itself, or
- * ttl_expires_at(column, ttl_column) for a per-row TTL.  It is of one of
- * these types:
+ * One rule per key type, used by the scan, the whole-partition drops and
+ * the views alike: a row expires at the instant its key denotes plus
+ * expire_after, where the instant is
  *
- *	timestamptz          compared as is
- *	timestamp            local time in the server's TimeZone, like
- *	                     now()::timestamp
- *	date                 midnight at the start of the day, local time
+ *	timestamptz          the value itself
+ *	timestamp            the wall-clock value in the server's TimeZone, as
+ *	                     PostgreSQL reads it (a time skipped by a change to
+ *	                     summer time is read with the offset before the
+ *	                     change, a repeated time as its later occurrence)
+ *	date                 midnight at the start of the day, likewise
  *	int4, int8, numeric, time since 1970-01-01 00:00 UTC in the policy's
  *	float8               unit (s, ms, us or ns); int4 holds seconds only
  *
- * A row is expired when key + expire_after <= now, which the scan tests as
- * key < cutoff.
+ * The server's TimeZone is the configuration's (as the launcher publishes
+ * it, see owner.c), never the session's: ttl_runner() called with SET
+ * TimeZone = 'Asia/Tokyo' deletes what the worker would.
+ *
+ * The cutoff of a pass that began at `now` is limit = now - expire_after:
+ * a row has expired when its instant is before limit.  The btree is in key
+ * order, so the scan needs a bound in the key's type:
+ *
+ *	- for timestamptz and numeric keys, "instant < limit" is "key < bound"
+ *	  exactly;
+ *	- for wall-clock keys, bound = limit as wall-clock time.  No key at or
+ *	  above it has expired (PostgreSQL reads every wall-clock value as the
+ *	  latest instant it may denote), but below it, near a change of the UTC
+ *	  offset, a key can denote an instant after limit: 02:30 on the spring
+ *	  day is 01:30 UTC in Berlin, later than 03:10 CEST.  When the zone
+ *	  changes its offset within two days of limit, the scan checks every
+ *	  row's instant (ttl_key_expired) and whole partitions are dropped only
+ *	  up to the bound computed with the smaller of the two offsets
+ *	  (safe_bound), below which every key has expired.  Elsewhere the bound
+ *	  is exact and nothing is rechecked.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,9 +48,12 @@
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fmgr.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
+#include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
@@ -40,9 +62,59 @@
 /* microseconds from the Unix epoch to PostgreSQL's (2000-01-01) */
 #define TTL_UNIX_OFFSET_USECS \
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
+/* how far from the limit a change of UTC offset makes the bound inexact */
+#define TTL_ZONE_MARGIN_SECS	(2 * SECS_PER_DAY)
 
 PG_FUNCTION_INFO_V1(ttl_expires_at_interval);
 PG_FUNCTION_INFO_V1(ttl_expires_at_seconds);
+
+/* the server's zone, looked up again when its name changes */
+static char ServerZoneName[TZ_STRLEN_MAX + 1];
+static pg_tz *ServerZone = NULL;
+
+/*
+ * ttl_server_zone_name
+ *		The server's TimeZone setting (see the top of the file), palloc'd.
+ */
+const char *
+ttl_server_zone_name(void)
+{
+	return ttl_server_setting("TimeZone");
+}
+
+/*
+ * ttl_expiry_refresh_zone
+ *		Look the server's zone up again (its setting may have been reloaded).
+ *		Called once per pass and per view, not per row.
+ */
+void
+ttl_expiry_refresh_zone(void)
+{
+	const char *name = ttl_server_zone_name();
+
+	if (ServerZone == NULL || strcmp(name, ServerZoneName) != 0)
+	{
+		pg_tz	   *tz = pg_tzset(name);
+
+		/* a name the server accepted; GMT should it ever fail */
+		if (tz == NULL)
+			tz = pg_tzset("GMT");
+		ServerZone = tz;
+		strlcpy(ServerZoneName, name, sizeof(ServerZoneName));
+	}
+}
+
+/*
+ * ttl_server_zone
+ *		The server's time zone, as last looked up.
+ */
+static pg_tz *
+ttl_server_zone(void)
+{
+	if (ServerZone == NULL)
+		ttl_expiry_refresh_zone();
+	return ServerZone;
+}
 
 /*
  * ttl_unit_parse
@@ -64,7 +136,8 @@ ttl_unit_parse(const char *unit)
 
 /*
  * ttl_key_type_ok
- *		Whether a key of this type can be used with this unit (0: none).
+ *		Whether a key of this type (a domain's base type) can be used with
+ *		this unit (0: none).
  */
 bool
 ttl_key_type_ok(Oid typid, int64 unit_ns)
@@ -74,6 +147,16 @@ ttl_key_type_ok(Oid typid, int64 unit_ns)
 	if (typid == INT4OID)
 		return unit_ns == INT64CONST(1000000000);
 	return typid == INT8OID || typid == NUMERICOID || typid == FLOAT8OID;
+}
+
+/*
+ * ttl_key_is_local
+ *		Whether keys of this type are wall-clock time in the server's zone.
+ */
+bool
+ttl_key_is_local(Oid typid, int64 unit_ns)
+{
+	return unit_ns == 0 && (typid == TIMESTAMPOID || typid == DATEOID);
 }
 
 /*
@@ -89,9 +172,110 @@ ttl_clamp_timestamp(TimestampTz ts)
 }
 
 /*
+ * ttl_local_instant
+ *		The instant a wall-clock timestamp denotes in the server's zone, as
+ *		PostgreSQL's timestamp-to-timestamptz cast reads it in a session of
+ *		that zone.
+ */
+static TimestampTz
+ttl_local_instant(Timestamp ts)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		return ts;
+	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
+		return ts < 0 ? DT_NOBEGIN : DT_NOEND;
+	tz = DetermineTimeZoneOffset(&tm, ttl_server_zone());
+	return ttl_clamp_timestamp(ts + (int64) tz * USECS_PER_SEC);
+}
+
+/*
+ * ttl_instant_local
+ *		An instant as wall-clock time in the server's zone: the
+ *		timestamptz-to-timestamp cast in a session of that zone.
+ */
+static Timestamp
+ttl_instant_local(TimestampTz t)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	Timestamp	result;
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		return t;
+	if (timestamp2tm(t, &tz, &tm, &fsec, NULL, ttl_server_zone()) != 0 ||
+		tm2timestamp(&tm, fsec, NULL, &result) != 0)
+		return t < 0 ? DT_NOBEGIN : DT_NOEND;
+	return result;
+}
+
+/*
+ * ttl_zone_change_near
+ *		Whether the server's zone changes its UTC offset within
+ *		TTL_ZONE_MARGIN_SECS of the instant; if so, *min_gmtoff is the
+ *		smallest offset (seconds east) in effect around it.
+ */
+static bool
+ttl_zone_change_near(TimestampTz t, long *min_gmtoff)
+{
+	pg_time_t	from;
+	pg_time_t	until;
+	pg_time_t	boundary;
+	long		before_gmtoff;
+	long		after_gmtoff;
+	int			before_isdst;
+	int			after_isdst;
+	bool		near = false;
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		return false;
+	from = timestamptz_to_time_t(t) - TTL_ZONE_MARGIN_SECS;
+	until = timestamptz_to_time_t(t) + TTL_ZONE_MARGIN_SECS;
+	*min_gmtoff = LONG_MAX;
+	/* at most a few changes fall within the window */
+	for (int i = 0; i < 4; i++)
+	{
+		if (pg_next_dst_boundary(&from, &before_gmtoff, &before_isdst,
+								 &boundary, &after_gmtoff, &after_isdst,
+								 ttl_server_zone()) != 1 ||
+			boundary > until)
+			break;
+		near = true;
+		*min_gmtoff = Min(*min_gmtoff, Min(before_gmtoff, after_gmtoff));
+		from = boundary;
+	}
+	return near;
+}
+
+/*
+ * ttl_date_above
+ *		The first date whose midnight is at or after the wall-clock time:
+ *		the dates below it start before it.
+ */
+static DateADT
+ttl_date_above(Timestamp local)
+{
+	DateADT		day;
+
+	if (TIMESTAMP_IS_NOBEGIN(local))
+		return DATEVAL_NOBEGIN;
+	if (TIMESTAMP_IS_NOEND(local))
+		return DATEVAL_NOEND;
+	day = DatumGetDateADT(DirectFunctionCall1(timestamp_date,
+											  TimestampGetDatum(local)));
+	if ((Timestamp) day * USECS_PER_DAY < local)
+		day++;
+	return day;
+}
+
+/*
  * ttl_epoch_cutoff
- *		The cutoff of a numeric key: limit (a PostgreSQL timestamp) as time
- *		since the Unix epoch in the unit, rounded so that key < cutoff holds
+ *		The bound of a numeric key: limit (a PostgreSQL timestamp) as time
+ *		since the Unix epoch in the unit, rounded so that key < bound holds
  *		exactly for the keys that are before limit.
  */
 static Datum
@@ -147,43 +331,59 @@ ttl_epoch_cutoff(Oid typid, int64 unit_ns, TimestampTz limit)
 }
 
 /*
- * ttl_cutoff
- *		The scan bound of a pass that began at `now`: a row is expired when
- *		its key is strictly below the returned value.
+ * ttl_cutoff_compute
+ *		The cutoff of a pass that began at `now` (see the top of the file).
+ *		By-reference bounds (numeric) are palloc'd in the current context.
  */
-Datum
-ttl_cutoff(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after)
+void
+ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after,
+				   TtlCutoff *cutoff)
 {
 	TimestampTz limit;
 	Timestamp	local;
-	DateADT		day;
+	Timestamp	safe;
+	long		min_gmtoff;
 
 	if (pg_sub_s64_overflow(now, expire_after, &limit))
 		limit = DT_NOBEGIN + 1;
+	cutoff->limit = limit;
+	cutoff->recheck = false;
 
 	if (unit_ns != 0)
-		return ttl_epoch_cutoff(typid, unit_ns, limit);
-
-	switch (typid)
 	{
-		case TIMESTAMPTZOID:
-			return TimestampTzGetDatum(limit);
-		case TIMESTAMPOID:
-			return DirectFunctionCall1(timestamptz_timestamp,
-									   TimestampTzGetDatum(limit));
-		case DATEOID:
-			local = DatumGetTimestamp(DirectFunctionCall1(timestamptz_timestamp,
-														  TimestampTzGetDatum(limit)));
-			day = DatumGetDateADT(DirectFunctionCall1(timestamp_date,
-													  TimestampGetDatum(local)));
-			/* day's midnight is expired only if strictly before `local` */
-			if ((Timestamp) day * USECS_PER_DAY < local)
-				day++;
-			return DateADTGetDatum(day);
-		default:
-			elog(ERROR, "unsupported TTL key type %u", typid);
+		cutoff->bound = ttl_epoch_cutoff(typid, unit_ns, limit);
+		cutoff->safe_bound = cutoff->bound;
+		return;
 	}
-	return (Datum) 0;			/* keep compiler quiet */
+	if (typid == TIMESTAMPTZOID)
+	{
+		cutoff->bound = TimestampTzGetDatum(limit);
+		cutoff->safe_bound = cutoff->bound;
+		return;
+	}
+	if (typid != TIMESTAMPOID && typid != DATEOID)
+		elog(ERROR, "unsupported TTL key type %u", typid);
+
+	/* wall-clock keys */
+	ttl_expiry_refresh_zone();
+	local = ttl_instant_local(limit);
+	safe = local;
+	if (ttl_zone_change_near(limit, &min_gmtoff))
+	{
+		cutoff->recheck = true;
+		safe = Min(local, ttl_clamp_timestamp(limit + (int64) min_gmtoff * USECS_PER_SEC));
+	}
+	if (typid == TIMESTAMPOID)
+	{
+		cutoff->bound = TimestampGetDatum(local);
+		cutoff->safe_bound = TimestampGetDatum(safe);
+	}
+	else
+	{
+		/* a day has expired when its midnight has */
+		cutoff->bound = DateADTGetDatum(ttl_date_above(local));
+		cutoff->safe_bound = DateADTGetDatum(ttl_date_above(safe));
+	}
 }
 
 /*
@@ -232,6 +432,54 @@ ttl_epoch_instant(Oid typid, int64 unit_ns, Datum key)
 }
 
 /*
+ * ttl_key_instant
+ *		The instant a key denotes (see the top of the file).
+ */
+static TimestampTz
+ttl_key_instant(Oid typid, int64 unit_ns, Datum key)
+{
+	if (unit_ns != 0)
+		return ttl_epoch_instant(typid, unit_ns, key);
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return DatumGetTimestampTz(key);
+		case TIMESTAMPOID:
+			return ttl_local_instant(DatumGetTimestamp(key));
+		case DATEOID:
+			{
+				DateADT		day = DatumGetDateADT(key);
+
+				if (DATE_IS_NOBEGIN(day))
+					return DT_NOBEGIN;
+				if (DATE_IS_NOEND(day))
+					return DT_NOEND;
+				if (day >= (TIMESTAMP_END_JULIAN - POSTGRES_EPOCH_JDATE))
+					return DT_NOEND;
+				if (day < (DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE))
+					return DT_NOBEGIN;
+				return ttl_local_instant((Timestamp) day * USECS_PER_DAY);
+			}
+		default:
+			elog(ERROR, "unsupported TTL key type %u", typid);
+	}
+	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * ttl_key_expired
+ *		Whether a key below the scan bound has expired: its instant is
+ *		before the limit.  Needed only when cutoff->recheck says so.
+ */
+bool
+ttl_key_expired(Oid typid, int64 unit_ns, Datum key, const TtlCutoff *cutoff)
+{
+	TimestampTz t = ttl_key_instant(typid, unit_ns, key);
+
+	return !TIMESTAMP_IS_NOEND(t) && t < cutoff->limit;
+}
+
+/*
  * ttl_key_expiry
  *		The instant a row with this key expires.  Infinite keys give
  *		DT_NOEND (never) or DT_NOBEGIN (always).
@@ -239,33 +487,8 @@ ttl_epoch_instant(Oid typid, int64 unit_ns, Datum key)
 TimestampTz
 ttl_key_expiry(Oid typid, int64 unit_ns, Datum key, int64 expire_after)
 {
-	TimestampTz ts;
+	TimestampTz ts = ttl_key_instant(typid, unit_ns, key);
 
-	if (unit_ns != 0)
-		ts = ttl_epoch_instant(typid, unit_ns, key);
-	else
-	{
-		switch (typid)
-		{
-			case TIMESTAMPTZOID:
-				ts = DatumGetTimestampTz(key);
-				break;
-			case TIMESTAMPOID:
-				if (TIMESTAMP_NOT_FINITE(DatumGetTimestamp(key)))
-					ts = DatumGetTimestamp(key);
-				else
-					ts = DatumGetTimestampTz(DirectFunctionCall1(timestamp_timestamptz, key));
-				break;
-			case DATEOID:
-				if (DATE_NOT_FINITE(DatumGetDateADT(key)))
-					ts = DATE_IS_NOBEGIN(DatumGetDateADT(key)) ? DT_NOBEGIN : DT_NOEND;
-				else
-					ts = DatumGetTimestampTz(DirectFunctionCall1(date_timestamptz, key));
-				break;
-			default:
-				elog(ERROR, "unsupported TTL key type %u", typid);
-		}
-	}
 	if (TIMESTAMP_NOT_FINITE(ts))
 		return ts;
 	/* keys within expire_after of the end of time never expire */

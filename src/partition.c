@@ -1,17 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * partition.c
- *	  Policies on partitioned tables: the partitions a pass walks through,
- *	  and dropping whole partitions whose every possible row has expired.
- *
- * A policy on a partitioned table covers all its partitions, present and
- * future: the index ttl_create_index() makes on the partitioned table is
- * created on every partition, and the purge lists the leaf partitions anew
- * at each step of a pass (purge.c) and deletes rows in each as in an
- * ordinary table.
+ *	  Dropping whole partitions whose every possible row has expired, the
+ *	  first step of a pass over a partitioned table (purge.c).  The rows of
+ *	  the other partitions are deleted target by target (targets.c).
  *
  * Dropping a whole partition.  When the table is range-partitioned on the
- * TTL column alone and a partition's upper bound is at or below the cutoff,
+ * TTL column alone and a partition's upper bound is at or below the cutoff
+ * (for wall-clock keys near a change of the UTC offset, the safe bound that
+ * every key below has expired: see expiry.c),
  * every row it can hold is expired: DROP TABLE of the partition (which also
  * detaches it) removes them at the cost of a catalog change instead of one
  * deletion per row.  It is done only where that is the same as deleting the
@@ -56,32 +53,8 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "executor/spi.h"
 #include "ttl_index.h"
-
-/*
- * ttl_partition_next_leaf
- *		The leaf partition of relid with the smallest OID above `after`
- *		(InvalidOid: the first), or InvalidOid when there is none.
- */
-Oid
-ttl_partition_next_leaf(Oid relid, Oid after)
-{
-	List	   *all = find_all_inheritors(relid, NoLock, NULL);
-	ListCell   *lc;
-	Oid			best = InvalidOid;
-
-	foreach(lc, all)
-	{
-		Oid			child = lfirst_oid(lc);
-
-		if (child <= after || (OidIsValid(best) && child >= best))
-			continue;
-		if (get_rel_relkind(child) == RELKIND_RELATION)
-			best = child;
-	}
-	list_free(all);
-	return best;
-}
 
 /*
  * ttl_partition_upper_bound
@@ -188,9 +161,11 @@ ttl_partition_drop(Oid child)
 
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ttl_yield_own_xid();
+		SPI_connect();
 		ret = SPI_execute(psprintf("DROP TABLE %s", name), false, 0);
 		if (ret != SPI_OK_UTILITY)
 			elog(ERROR, "DROP TABLE %s failed: %s", name, SPI_result_code_string(ret));
+		SPI_finish();
 		PopActiveSnapshot();
 		ReleaseCurrentSubTransaction();
 		ok = true;
@@ -203,6 +178,11 @@ ttl_partition_drop(Oid child)
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* a cancel or a shutdown is not the drop's failure */
+		if (ttl_error_is_cancel(edata->sqlerrcode))
+			ReThrowError(edata);
 		/* once per partition, not at every pass */
 		ereport(child == last_logged ? DEBUG1 : LOG,
 				(errmsg("ttl_index: could not drop expired partition %s, deleting its rows instead: %s",
@@ -220,8 +200,7 @@ ttl_partition_drop(Oid child)
  * ttl_partition_drop_expired
  *		Drop the partitions of a policy's partitioned table that can hold
  *		only expired rows (see the top of the file).  Returns how many were
- *		dropped.  Runs as the table owner, in the batch's transaction, inside
- *		SPI.
+ *		dropped.  Runs as the table owner, in the batch's transaction.
  */
 int
 ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
@@ -229,7 +208,7 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	Relation	rel;
 	PartitionKey key;
 	PartitionDesc desc;
-	Datum		cutoff;
+	TtlCutoff	cutoff;
 	List	   *expired = NIL;
 	ListCell   *lc;
 	int			dropped = 0;
@@ -249,13 +228,15 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || key == NULL ||
 		key->strategy != PARTITION_STRATEGY_RANGE || key->partnatts != 1 ||
 		key->partattrs[0] != policy->attnum ||
-		!ttl_key_type_ok(key->parttypid[0], policy->unit_ns))
+		!ttl_key_type_ok(getBaseType(key->parttypid[0]), policy->unit_ns))
 	{
 		table_close(rel, NoLock);
 		return 0;
 	}
 
-	cutoff = ttl_cutoff(key->parttypid[0], policy->unit_ns, now, policy->expire_after);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ttl_cutoff_compute(getBaseType(key->parttypid[0]), policy->unit_ns, now,
+					   policy->expire_after, &cutoff);
 	desc = RelationGetPartitionDesc(rel, true);
 	for (int i = 0; i < desc->nparts; i++)
 	{
@@ -264,13 +245,16 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 		if (ttl_partition_upper_bound(desc->oids[i], &upper) &&
 			DatumGetInt32(FunctionCall2Coll(&key->partsupfunc[0],
 											key->partcollation[0],
-											upper, cutoff)) <= 0 &&
+											upper, cutoff.safe_bound)) <= 0 &&
 			ttl_partition_plain(desc->oids[i]))
 			expired = lappend_oid(expired, desc->oids[i]);
 	}
 	table_close(rel, NoLock);
 	if (expired == NIL)
+	{
+		PopActiveSnapshot();
 		return 0;
+	}
 
 	/*
 	 * PostgreSQL locks the partitioned table this way to drop a partition.
@@ -279,7 +263,10 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	 * must not keep every reader of the table waiting meanwhile.
 	 */
 	if (!ConditionalLockRelationOid(policy->relid, AccessExclusiveLock))
+	{
+		PopActiveSnapshot();
 		return 0;
+	}
 	foreach(lc, expired)
 	{
 		Oid			child = lfirst_oid(lc);
@@ -293,5 +280,6 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	}
 	if (dropped == 0)
 		UnlockRelationOid(policy->relid, AccessExclusiveLock);
+	PopActiveSnapshot();
 	return dropped;
 }

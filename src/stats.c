@@ -2,15 +2,26 @@
  *
  * stats.c
  *	  Per-policy counters in shared memory, the file that keeps them across
- *	  a clean restart, ttl_index_stats_reset(), and ttl_index_policy_stats(),
- *	  the set-returning function behind the ttl_index_stats view.
+ *	  a clean restart, and counting only work that committed.
  *
  * Counters live in a shared hash table keyed by (database, policy id), with
- * room for ttl_index.max_policies entries.  Locking, as in
- * pg_stat_statements: the table's LWLock is taken shared to find an entry
- * and exclusive only to add or remove one; each entry's counters are
- * updated and read under the entry's spinlock.  Readers copy an entry under
- * the spinlock and build their output after releasing it.
+ * room for ttl_index.max_policies entries and never more (the table does
+ * not grow into the shared memory the lock table relies on; a policy past
+ * the limit is not counted, and a warning says so once per process).
+ * Locking, as in pg_stat_statements: the "ttl_index stats" LWLock (shmem.c)
+ * is taken shared to find an entry and exclusive only to add or remove
+ * one; each entry's counters are updated and read under the entry's
+ * spinlock.  Readers copy an entry under the spinlock and build their
+ * output after releasing it.
+ *
+ * Committed work only.  The worker counts a batch after it committed.
+ * ttl_runner() works inside its caller's transaction, which may still roll
+ * back: while it runs, counting is deferred (ttl_stats_defer); the counts
+ * wait in this backend's memory, tagged with the subtransaction level, and
+ * reach shared memory when the top transaction commits.  A rolled-back
+ * subtransaction (a policy that failed, a ROLLBACK TO SAVEPOINT around the
+ * call) takes its counts with it.  Errors are not work: they are counted at
+ * once.
  *
  * Persistence, as the cumulative statistics system does it: the postmaster
  * writes the counters to pg_stat/ttl_index.stat when it exits after a clean
@@ -20,9 +31,7 @@
  * every other statistic: they could count batches whose commit was lost.
  *
  * Without shared_preload_libraries there is no shared memory: counting does
- * nothing and the view shows zeros, but the backlog columns (lag,
- * expired_estimate, next_expiry) still work since they are read from the
- * index and the planner statistics at query time.
+ * nothing and the views show zeros.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,54 +40,29 @@
 #include <unistd.h>
 
 #include "access/xact.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_control.h"
 #include "common/controldata_utils.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
-#include "storage/shmem.h"
-#include "utils/acl.h"
-#include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
+#include "storage/spin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
 
-#define TTL_ERROR_LEN	256
 #define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
 #define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
 /* changes whenever the layout of TtlStatsRecord changes */
-#define TTL_STATS_FILE_MAGIC	0x544c5402
+#define TTL_STATS_FILE_MAGIC	0x544c5403
 
 typedef struct TtlStatsKey
 {
 	Oid			dboid;
 	int32		policy_id;
 } TtlStatsKey;
-
-typedef struct TtlStatsCounters
-{
-	int64		rows_deleted;
-	int64		batches;
-	int64		passes;
-	int64		rows_skipped_locked;
-	int64		skipped_locked;
-	int64		errors;
-	int64		rows_archived;
-	int64		rows_soft_deleted;
-	int64		partitions_dropped;
-	double		time_spent_ms;
-	TimestampTz last_run;
-	TimestampTz last_error_at;
-	TimestampTz stats_reset;
-	char		last_error[TTL_ERROR_LEN];
-} TtlStatsCounters;
 
 typedef struct TtlStatsEntry
 {
@@ -94,46 +78,102 @@ typedef struct TtlStatsRecord
 	TtlStatsCounters c;
 } TtlStatsRecord;
 
-static HTAB *TtlStatsHash = NULL;
-static LWLock *TtlStatsLock = NULL;
+/* counts waiting for their transaction to commit (ttl_runner) */
+typedef struct TtlPendingCount
+{
+	int			nestlevel;		/* subtransaction level that counted it */
+	Oid			dboid;
+	int32		policy_id;
+	TtlBatchResult result;		/* or a pass: */
+	bool		is_pass;
+	int64		left;
+} TtlPendingCount;
 
-static TtlStatsEntry *ttl_stats_entry(Oid dboid, int32 policy_id);
+static bool Deferring = false;
+static List *Pending = NIL;		/* in TopTransactionContext */
+
 static void ttl_stats_load(void);
 static void ttl_stats_save(int code, Datum arg);
 
-/*
- * ttl_stats_shmem_size
- *		Shared memory for the counters.
- */
 Size
-ttl_stats_shmem_size(void)
+ttl_stats_entry_size(void)
 {
-	return hash_estimate_size(ttl_max_policies, sizeof(TtlStatsEntry));
+	return sizeof(TtlStatsEntry);
+}
+
+Size
+ttl_stats_key_size(void)
+{
+	return sizeof(TtlStatsKey);
 }
 
 /*
- * ttl_stats_shmem_init
- *		Create or attach to the counters; called from the shmem startup hook.
+ * ttl_stats_init
+ *		In the postmaster, once the hash exists: read what the last clean
+ *		shutdown saved, and save at exit.
  */
 void
-ttl_stats_shmem_init(void)
+ttl_stats_init(void)
 {
-	HASHCTL		info;
+	ttl_stats_load();
+	on_shmem_exit(ttl_stats_save, (Datum) 0);
+}
 
-	memset(&info, 0, sizeof(info));
-	info.keysize = sizeof(TtlStatsKey);
-	info.entrysize = sizeof(TtlStatsEntry);
-	TtlStatsHash = ShmemInitHash("ttl_index policy stats",
-								 ttl_max_policies, ttl_max_policies,
-								 &info, HASH_ELEM | HASH_BLOBS);
-	TtlStatsLock = &(GetNamedLWLockTranche("ttl_index"))[1].lock;
+/*
+ * ttl_stats_entry
+ *		The entry of a policy, created on first use, returned with the stats
+ *		lock held: the caller updates it under its spinlock and then
+ *		releases the lock, so that ttl_stats_forget_others() cannot free the
+ *		entry meanwhile.  NULL, with no lock held, when there is no shared
+ *		memory or the table is full.
+ */
+static TtlStatsEntry *
+ttl_stats_entry(Oid dboid, int32 policy_id)
+{
+	static bool warned = false;
+	HTAB	   *hash = ttl_shmem_stats_hash();
+	LWLock	   *lock = ttl_shmem_stats_lock();
+	TtlStatsKey key;
+	TtlStatsEntry *entry;
+	bool		found;
 
-	/* in the postmaster: read what the last clean shutdown saved */
-	if (!IsUnderPostmaster)
+	if (hash == NULL)
+		return NULL;
+
+	memset(&key, 0, sizeof(key));
+	key.dboid = dboid;
+	key.policy_id = policy_id;
+
+	LWLockAcquire(lock, LW_SHARED);
+	entry = hash_search(hash, &key, HASH_FIND, NULL);
+	if (entry != NULL)
+		return entry;
+	LWLockRelease(lock);
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	entry = hash_search(hash, &key, HASH_FIND, NULL);
+	if (entry == NULL && hash_get_num_entries(hash) < ttl_max_policies)
 	{
-		ttl_stats_load();
-		on_shmem_exit(ttl_stats_save, (Datum) 0);
+		entry = hash_search(hash, &key, HASH_ENTER_NULL, &found);
+		if (entry != NULL && !found)
+		{
+			memset(&entry->c, 0, sizeof(TtlStatsCounters));
+			SpinLockInit(&entry->mutex);
+		}
 	}
+	if (entry != NULL)
+		return entry;
+	LWLockRelease(lock);
+
+	if (!warned)
+	{
+		ereport(WARNING,
+				(errmsg("ttl_index: more policies than ttl_index.max_policies (%d); some are not counted in ttl_index_stats",
+						ttl_max_policies),
+				 errhint("Raise ttl_index.max_policies and restart the server.")));
+		warned = true;
+	}
+	return NULL;
 }
 
 /*
@@ -172,9 +212,9 @@ ttl_stats_load(void)
 			entry = ttl_stats_entry(rec.key.dboid, rec.key.policy_id);
 			if (entry == NULL)
 				break;
-			rec.c.last_error[TTL_ERROR_LEN - 1] = '\0';
+			rec.c.last_error[sizeof(rec.c.last_error) - 1] = '\0';
 			entry->c = rec.c;
-			LWLockRelease(TtlStatsLock);
+			LWLockRelease(ttl_shmem_stats_lock());
 		}
 	}
 	else
@@ -195,6 +235,7 @@ ttl_stats_load(void)
 static void
 ttl_stats_save(int code, Datum arg)
 {
+	HTAB	   *hash = ttl_shmem_stats_hash();
 	FILE	   *file;
 	HASH_SEQ_STATUS seq;
 	TtlStatsEntry *e;
@@ -203,7 +244,7 @@ ttl_stats_save(int code, Datum arg)
 	ControlFileData *control;
 	bool		crc_ok;
 
-	if (code != 0 || TtlStatsHash == NULL)
+	if (code != 0 || hash == NULL)
 		return;
 
 	/* only after a clean shutdown: the checkpointer has written the state */
@@ -215,11 +256,11 @@ ttl_stats_save(int code, Datum arg)
 	file = AllocateFile(TTL_STATS_FILE_TMP, PG_BINARY_W);
 	if (file == NULL)
 		goto error;
-	count = hash_get_num_entries(TtlStatsHash);
+	count = hash_get_num_entries(hash);
 	if (fwrite(&magic, sizeof(magic), 1, file) != 1 ||
 		fwrite(&count, sizeof(count), 1, file) != 1)
 		goto error;
-	hash_seq_init(&seq, TtlStatsHash);
+	hash_seq_init(&seq, hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
 		TtlStatsRecord rec;
@@ -251,65 +292,48 @@ error:
 }
 
 /*
- * ttl_stats_entry
- *		The entry of a policy, created on first use, returned with
- *		TtlStatsLock held: the caller updates it under its spinlock and then
- *		releases TtlStatsLock, so that ttl_stats_forget_others() cannot free
- *		the entry meanwhile.  NULL, with no lock held, when there is no
- *		shared memory or the table is full (then the policy is not counted,
- *		and a warning says so once per process).
+ * ttl_stats_defer
+ *		While on, counts of work wait for the transaction to commit (see
+ *		the top of the file).
  */
-static TtlStatsEntry *
-ttl_stats_entry(Oid dboid, int32 policy_id)
+void
+ttl_stats_defer(bool defer)
 {
-	static bool warned = false;
-	TtlStatsKey key;
-	TtlStatsEntry *entry;
-	bool		found;
-
-	if (TtlStatsHash == NULL)
-		return NULL;
-
-	memset(&key, 0, sizeof(key));
-	key.dboid = dboid;
-	key.policy_id = policy_id;
-
-	LWLockAcquire(TtlStatsLock, LW_SHARED);
-	entry = hash_search(TtlStatsHash, &key, HASH_FIND, NULL);
-	if (entry != NULL)
-		return entry;
-	LWLockRelease(TtlStatsLock);
-
-	LWLockAcquire(TtlStatsLock, LW_EXCLUSIVE);
-	entry = hash_search(TtlStatsHash, &key, HASH_ENTER_NULL, &found);
-	if (entry != NULL)
-	{
-		if (!found)
-		{
-			memset(&entry->c, 0, sizeof(TtlStatsCounters));
-			SpinLockInit(&entry->mutex);
-		}
-		return entry;
-	}
-	LWLockRelease(TtlStatsLock);
-
-	if (!warned)
-	{
-		ereport(WARNING,
-				(errmsg("ttl_index: more policies than ttl_index.max_policies (%d); some are not counted in ttl_index_stats",
-						ttl_max_policies),
-				 errhint("Raise ttl_index.max_policies and restart the server.")));
-		warned = true;
-	}
-	return NULL;
+	Deferring = defer;
 }
 
 /*
- * ttl_stats_count_batch
- *		Add one batch to a policy's counters.
+ * ttl_stats_pend
+ *		Keep a count until the transaction commits.
  */
-void
-ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
+static void
+ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
+			   bool is_pass, int64 left)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	TtlPendingCount *p = palloc0(sizeof(TtlPendingCount));
+
+	p->nestlevel = GetCurrentTransactionNestLevel();
+	p->dboid = dboid;
+	p->policy_id = policy->id;
+	if (result)
+	{
+		p->result = *result;
+		p->result.tids = NULL;
+		p->result.xmins = NULL;
+	}
+	p->is_pass = is_pass;
+	p->left = left;
+	Pending = lappend(Pending, p);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * ttl_stats_add_batch
+ *		Add one batch to a policy's counters in shared memory.
+ */
+static void
+ttl_stats_add_batch(Oid dboid, int32 policy_id, TtlBatchResult *result)
 {
 	TtlStatsEntry *e;
 	TimestampTz now = GetCurrentTimestamp();
@@ -317,12 +341,12 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 	/* a table that is gone or has no index was not visited at all */
 	if (result->outcome == TTL_BATCH_GONE || result->outcome == TTL_BATCH_NO_INDEX)
 		return;
-	e = ttl_stats_entry(dboid, policy->id);
+	e = ttl_stats_entry(dboid, policy_id);
 	if (e == NULL)
 		return;
 	SpinLockAcquire(&e->mutex);
 	if (result->outcome == TTL_BATCH_LOCKED && result->deleted == 0 &&
-		result->skipped_locked == 0)
+		result->skipped_locked == 0 && result->left == 0)
 		e->c.skipped_locked++;
 	else
 		e->c.batches++;
@@ -335,32 +359,77 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 	e->c.time_spent_ms += result->elapsed_ms;
 	e->c.last_run = now;
 	SpinLockRelease(&e->mutex);
-	LWLockRelease(TtlStatsLock);
+	LWLockRelease(ttl_shmem_stats_lock());
 }
 
 /*
- * ttl_stats_count_pass
- *		Count a completed pass.
+ * ttl_stats_add_pass
+ *		Count a completed pass and the rows it left in place.
  */
-void
-ttl_stats_count_pass(Oid dboid, TtlPolicy *policy)
+static void
+ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 left)
 {
-	TtlStatsEntry *e = ttl_stats_entry(dboid, policy->id);
+	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
 
 	if (e == NULL)
 		return;
 	SpinLockAcquire(&e->mutex);
 	e->c.passes++;
+	e->c.rows_held = left;
 	SpinLockRelease(&e->mutex);
-	LWLockRelease(TtlStatsLock);
+	LWLockRelease(ttl_shmem_stats_lock());
+}
+
+/*
+ * ttl_stats_count_batch
+ *		Count one batch: now, or at commit while deferring.
+ */
+void
+ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
+{
+	if (Deferring)
+		ttl_stats_pend(dboid, policy, result, false, 0);
+	else
+		ttl_stats_add_batch(dboid, policy->id, result);
+}
+
+/*
+ * ttl_stats_count_pass
+ *		Count a completed pass; `left` is how many expired rows it could not
+ *		delete (rows_held).
+ */
+void
+ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 left)
+{
+	if (Deferring)
+		ttl_stats_pend(dboid, policy, NULL, true, left);
+	else
+		ttl_stats_add_pass(dboid, policy->id, left);
+}
+
+/*
+ * ttl_stats_count_locked
+ *		Count a visit that found the table or its rows locked (at once: it
+ *		did no work that could roll back).
+ */
+void
+ttl_stats_count_locked(Oid dboid, TtlPolicy *policy)
+{
+	TtlBatchResult locked;
+
+	memset(&locked, 0, sizeof(locked));
+	locked.outcome = TTL_BATCH_LOCKED;
+	ttl_stats_add_batch(dboid, policy->id, &locked);
 }
 
 /*
  * ttl_stats_count_error
- *		Count a failed batch and remember its message.
+ *		Count a failure and remember its SQLSTATE and message (at once: an
+ *		error is not work that could roll back).
  */
 void
-ttl_stats_count_error(Oid dboid, TtlPolicy *policy, const char *message)
+ttl_stats_count_error(Oid dboid, TtlPolicy *policy, int sqlerrcode,
+					  const char *message)
 {
 	TtlStatsEntry *e = ttl_stats_entry(dboid, policy->id);
 	TimestampTz now = GetCurrentTimestamp();
@@ -370,9 +439,61 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, const char *message)
 	SpinLockAcquire(&e->mutex);
 	e->c.errors++;
 	e->c.last_error_at = now;
-	strlcpy(e->c.last_error, message ? message : "", TTL_ERROR_LEN);
+	e->c.last_error_code = sqlerrcode;
+	strlcpy(e->c.last_error, message ? message : "", sizeof(e->c.last_error));
 	SpinLockRelease(&e->mutex);
-	LWLockRelease(TtlStatsLock);
+	LWLockRelease(ttl_shmem_stats_lock());
+}
+
+/*
+ * ttl_stats_at_subxact_end
+ *		A subtransaction ends: on commit its counts belong to its parent, on
+ *		abort they go.
+ */
+void
+ttl_stats_at_subxact_end(bool commit)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
+	foreach(lc, Pending)
+	{
+		TtlPendingCount *p = (TtlPendingCount *) lfirst(lc);
+
+		if (p->nestlevel < level)
+			continue;
+		if (commit)
+			p->nestlevel = level - 1;
+		else
+			Pending = foreach_delete_current(Pending, lc);
+	}
+}
+
+/*
+ * ttl_stats_at_xact_end
+ *		The top transaction ends: on commit, the pending counts reach
+ *		shared memory.
+ */
+void
+ttl_stats_at_xact_end(bool commit)
+{
+	ListCell   *lc;
+
+	if (commit)
+	{
+		foreach(lc, Pending)
+		{
+			TtlPendingCount *p = (TtlPendingCount *) lfirst(lc);
+
+			if (p->is_pass)
+				ttl_stats_add_pass(p->dboid, p->policy_id, p->left);
+			else
+				ttl_stats_add_batch(p->dboid, p->policy_id, &p->result);
+		}
+	}
+	/* the list lived in TopTransactionContext, which goes now */
+	Pending = NIL;
+	Deferring = false;
 }
 
 /*
@@ -384,14 +505,16 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, const char *message)
 void
 ttl_stats_forget_others(Oid dboid, List *policies)
 {
+	HTAB	   *hash = ttl_shmem_stats_hash();
+	LWLock	   *lock = ttl_shmem_stats_lock();
 	HASH_SEQ_STATUS seq;
 	TtlStatsEntry *e;
 
-	if (TtlStatsHash == NULL)
+	if (hash == NULL)
 		return;
 
-	LWLockAcquire(TtlStatsLock, LW_EXCLUSIVE);
-	hash_seq_init(&seq, TtlStatsHash);
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
 		bool		keep = false;
@@ -408,31 +531,9 @@ ttl_stats_forget_others(Oid dboid, List *policies)
 			}
 		}
 		if (!keep)
-			hash_search(TtlStatsHash, &e->key, HASH_REMOVE, NULL);
+			hash_search(hash, &e->key, HASH_REMOVE, NULL);
 	}
-	LWLockRelease(TtlStatsLock);
-}
-
-/*
- * ttl_stats_may_see
- *		Whether the current user may see a table's error messages and
- *		backlog: members of the owning role, and pg_read_all_stats.  Error
- *		messages can quote row values, so nobody else sees them.
- */
-static bool
-ttl_stats_may_see(Oid relid)
-{
-	HeapTuple	tup;
-	Oid			owner;
-
-	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
-		return true;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return has_privs_of_role(GetUserId(), owner);
+	LWLockRelease(lock);
 }
 
 /*
@@ -446,9 +547,6 @@ ttl_stats_reset(Oid dboid, List *policy_ids)
 	TimestampTz now = GetCurrentTimestamp();
 	ListCell   *lc;
 
-	if (TtlStatsHash == NULL)
-		return;
-
 	foreach(lc, policy_ids)
 	{
 		TtlStatsEntry *e = ttl_stats_entry(dboid, lfirst_int(lc));
@@ -459,195 +557,38 @@ ttl_stats_reset(Oid dboid, List *policy_ids)
 		memset(&e->c, 0, sizeof(TtlStatsCounters));
 		e->c.stats_reset = now;
 		SpinLockRelease(&e->mutex);
-		LWLockRelease(TtlStatsLock);
+		LWLockRelease(ttl_shmem_stats_lock());
 	}
 }
 
-PG_FUNCTION_INFO_V1(ttl_index_stats_reset);
-
 /*
- * ttl_index_stats_reset
- *		SQL: zero the counters of the current database's policies, or of the
- *		policies of one table.  Who may call it is decided by EXECUTE
- *		privilege (revoked from PUBLIC, as for pg_stat_reset()).
+ * ttl_stats_read
+ *		A copy of a policy's counters; false (and zeros) when it has none.
  */
-Datum
-ttl_index_stats_reset(PG_FUNCTION_ARGS)
+bool
+ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c)
 {
-	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	List	   *policies;
-	List	   *ids = NIL;
-	ListCell   *lc;
+	HTAB	   *hash = ttl_shmem_stats_hash();
+	LWLock	   *lock = ttl_shmem_stats_lock();
+	TtlStatsKey key;
+	TtlStatsEntry *e;
+	bool		found = false;
 
-	SPI_connect();
-	policies = ttl_load_policies(CurrentMemoryContext);
-	foreach(lc, policies)
+	memset(c, 0, sizeof(TtlStatsCounters));
+	if (hash == NULL)
+		return false;
+	memset(&key, 0, sizeof(key));
+	key.dboid = dboid;
+	key.policy_id = policy_id;
+	LWLockAcquire(lock, LW_SHARED);
+	e = hash_search(hash, &key, HASH_FIND, NULL);
+	if (e != NULL)
 	{
-		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-
-		if (!OidIsValid(relid) || p->relid == relid)
-			ids = lappend_int(ids, p->id);
+		SpinLockAcquire(&e->mutex);
+		*c = e->c;
+		SpinLockRelease(&e->mutex);
+		found = true;
 	}
-	/* before SPI_finish(): the list lives in SPI's memory */
-	ttl_stats_reset(MyDatabaseId, ids);
-	SPI_finish();
-	PG_RETURN_VOID();
-}
-
-PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
-
-#define TTL_STATS_COLS	18
-#define TTL_STATS_COLS_1_1	15
-#define TTL_STATS_COLS_1_0	13
-
-/*
- * ttl_index_policy_stats
- *		One row per policy of the current database: counters, and the
- *		backlog read from the first entry of the policy's index and
- *		estimated from the planner statistics.
- */
-Datum
-ttl_index_policy_stats(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *policies;
-	ListCell   *lc;
-	TimestampTz now = GetCurrentTimestamp();
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	SPI_connect();
-	policies = ttl_load_policies(CurrentMemoryContext);
-
-	foreach(lc, policies)
-	{
-		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		TtlStatsCounters c;
-		Datum		values[TTL_STATS_COLS];
-		bool		nulls[TTL_STATS_COLS];
-		bool		may_see = ttl_stats_may_see(p->relid);
-		TimestampTz expires_at;
-		double		estimate;
-		int			i = 0;
-
-		memset(nulls, 0, sizeof(nulls));
-		memset(&c, 0, sizeof(c));
-		if (TtlStatsHash != NULL)
-		{
-			TtlStatsEntry *e;
-
-			LWLockAcquire(TtlStatsLock, LW_SHARED);
-			e = hash_search(TtlStatsHash, &(TtlStatsKey)
-							{
-								MyDatabaseId, p->id
-							}, HASH_FIND, NULL);
-			if (e != NULL)
-			{
-				SpinLockAcquire(&e->mutex);
-				c = e->c;
-				SpinLockRelease(&e->mutex);
-			}
-			LWLockRelease(TtlStatsLock);
-		}
-
-		values[i++] = Int32GetDatum(p->id);
-		values[i++] = Int64GetDatum(c.rows_deleted);
-		values[i++] = Int64GetDatum(c.batches);
-		values[i++] = Int64GetDatum(c.passes);
-		values[i++] = Int64GetDatum(c.rows_skipped_locked);
-		values[i++] = Int64GetDatum(c.skipped_locked);
-		values[i++] = Int64GetDatum(c.errors);
-		if (c.last_error_at != 0 && may_see)
-			values[i] = CStringGetTextDatum(c.last_error);
-		else
-			nulls[i] = true;
-		i++;
-		if (c.last_error_at != 0)
-			values[i] = TimestampTzGetDatum(c.last_error_at);
-		else
-			nulls[i] = true;
-		i++;
-		if (c.last_run != 0)
-			values[i] = TimestampTzGetDatum(c.last_run);
-		else
-			nulls[i] = true;
-		i++;
-		{
-			Interval   *spent = palloc0(sizeof(Interval));
-
-			spent->time = (int64) (c.time_spent_ms * 1000.0);
-			values[i++] = IntervalPGetDatum(spent);
-		}
-
-		/*
-		 * Lag and next expiry from the first entry of the index; the count
-		 * of expired rows from the statistics, corrected by what the index
-		 * shows (see backlog.c).
-		 */
-		switch (may_see ? ttl_probe_oldest(p, &expires_at) : TTL_PROBE_UNKNOWN)
-		{
-			case TTL_PROBE_FOUND:
-				{
-					Interval   *lag = palloc0(sizeof(Interval));
-					bool		expired = !TIMESTAMP_IS_NOEND(expires_at) &&
-						expires_at < now;
-
-					if (expired && !TIMESTAMP_NOT_FINITE(expires_at))
-						lag->time = now - expires_at;
-					values[i++] = IntervalPGetDatum(lag);
-					if (!expired)
-						values[i++] = Int64GetDatum(0);
-					else if (ttl_backlog_estimate(p, now, &estimate))
-						values[i++] = Int64GetDatum(Max((int64) (estimate + 0.5), 1));
-					else
-						nulls[i++] = true;
-					if (TIMESTAMP_NOT_FINITE(expires_at))
-						nulls[i] = true;
-					else
-						values[i] = TimestampTzGetDatum(expires_at);
-					i++;
-					break;
-				}
-			case TTL_PROBE_EMPTY:
-				values[i++] = IntervalPGetDatum(palloc0(sizeof(Interval)));
-				values[i++] = Int64GetDatum(0);
-				nulls[i++] = true;
-				break;
-			case TTL_PROBE_UNKNOWN:
-				nulls[i++] = true;
-				nulls[i++] = true;
-				nulls[i++] = true;
-				break;
-		}
-		if (c.stats_reset != 0)
-			values[i] = TimestampTzGetDatum(c.stats_reset);
-		else
-			nulls[i] = true;
-		i++;
-		values[i++] = Int64GetDatum(c.rows_archived);
-		values[i++] = Int64GetDatum(c.rows_soft_deleted);
-		values[i++] = Int64GetDatum(c.partitions_dropped);
-		Assert(i == TTL_STATS_COLS);
-
-		/*
-		 * Between installing a newer library and ALTER EXTENSION UPDATE, the
-		 * function of an older version asks for fewer columns.  1.1 asks for
-		 * the first 15 (the tuple is formed from the leading values); 1.0
-		 * for 13, without expired_estimate (12) and stats_reset (14).
-		 */
-		if (rsinfo->setDesc->natts == TTL_STATS_COLS_1_0)
-		{
-			values[12] = values[13];
-			nulls[12] = nulls[13];
-		}
-		else if (rsinfo->setDesc->natts != TTL_STATS_COLS &&
-				 rsinfo->setDesc->natts != TTL_STATS_COLS_1_1)
-			elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
-				 rsinfo->setDesc->natts);
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-
-	SPI_finish();
-	return (Datum) 0;
+	LWLockRelease(lock);
+	return found;
 }

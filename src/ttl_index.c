@@ -5,11 +5,11 @@
  *	  the hooks the extension installs.
  *
  * Loaded through shared_preload_libraries, the module reserves shared memory
- * (database slots for the launcher, counters for the stats view), registers
- * the launcher and installs a utility hook so that DROP DATABASE and friends
- * do not trip over a worker.  Loaded any other way (CREATE EXTENSION without
- * preloading), only the SQL functions work: ttl_runner() purges, nothing
- * purges automatically, and the stats view shows no counters.
+ * (shmem.c), registers the launcher (launcher.c) and installs the utility
+ * and executor hooks (hooks.c).  Loaded any other way (CREATE EXTENSION
+ * without preloading), only the SQL functions work: ttl_runner() purges,
+ * nothing purges automatically, and the stats view shows no counters.
+ * Every process that loads the module registers the transaction callbacks.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,9 +22,10 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
-PG_MODULE_MAGIC;
+TTL_MODULE_MAGIC;
 
 void		_PG_init(void);
 
@@ -38,6 +39,9 @@ int			ttl_error_delay = 10;
 int			ttl_launcher_naptime = 5;
 int			ttl_max_databases = 64;
 int			ttl_max_policies = 10000;
+int			ttl_max_workers = 3;
+int			ttl_free_worker_slots = 2;
+int			ttl_database_turn = 10;
 int			ttl_log_min_duration = 10000;
 int			ttl_rate_limit = 0;
 int			ttl_busy_share = 5;
@@ -48,9 +52,8 @@ bool		ttl_preloaded = false;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void ttl_shmem_request(void);
-static void ttl_shmem_startup(void);
-static void ttl_xact_callback(XactEvent event, void *arg);
+static void ttl_shmem_request_hook(void);
+static void ttl_shmem_startup_hook(void);
 
 /*
  * _PG_init
@@ -150,7 +153,28 @@ _PG_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	RegisterXactCallback(ttl_xact_callback, NULL);
+	DefineCustomIntVariable("ttl_index.max_workers",
+							"Most ttl_index workers running at once, over all databases.",
+							"When more databases have the extension, they take turns.",
+							&ttl_max_workers, 3, 1, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.free_worker_slots",
+							"Background worker slots ttl_index leaves to others (parallel query, logical replication, extensions).",
+							"ttl_index runs at most max_worker_processes - 1 - this many workers, whatever ttl_index.max_workers says.",
+							&ttl_free_worker_slots, 2, 0, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.database_turn",
+							"Longest turn of a database's worker while other databases wait for one.",
+							NULL,
+							&ttl_database_turn, 10, 1, 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	ttl_hooks_install_local();
 
 	/* settings of the shared memory size exist only when preloaded */
 	if (!process_shared_preload_libraries_in_progress)
@@ -178,63 +202,76 @@ _PG_init(void)
 	ttl_preloaded = true;
 
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ttl_shmem_request;
+	shmem_request_hook = ttl_shmem_request_hook;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ttl_shmem_startup;
+	shmem_startup_hook = ttl_shmem_startup_hook;
 
-	ttl_utility_hook_install();
+	ttl_hooks_install();
 	ttl_launcher_register();
 }
 
 /*
- * ttl_shmem_request
- *		Reserve the shared memory and the lock tranche we need.
+ * ttl_shmem_request_hook
+ *		Reserve the shared memory and the locks we need.
  */
 static void
-ttl_shmem_request(void)
+ttl_shmem_request_hook(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-
-	RequestAddinShmemSpace(add_size(ttl_launcher_shmem_size(),
-									ttl_stats_shmem_size()));
-	RequestNamedLWLockTranche("ttl_index", 2);
+	ttl_shmem_request();
 }
 
 /*
- * ttl_shmem_startup
- *		Create or attach to the shared memory structures.
+ * ttl_shmem_startup_hook
+ *		Create or attach to the shared memory.
  */
 static void
-ttl_shmem_startup(void)
+ttl_shmem_startup_hook(void)
 {
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
-
-	ttl_launcher_shmem_init();
-	ttl_stats_shmem_init();
+	ttl_shmem_init();
 }
 
 /*
- * ttl_xact_callback
- *		Deliver the wake-ups asked for during the transaction, on commit
- *		only: a worker woken before the catalog change is visible would read
- *		the old policies and sleep again.
+ * ttl_wait_event
+ *		The wait event to show in pg_stat_activity while waiting in a phase:
+ *		a named one where the server offers them (17+), looked up once per
+ *		name, else "Extension".
  */
-static void
-ttl_xact_callback(XactEvent event, void *arg)
+uint32
+ttl_wait_event(const char *name)
 {
-	switch (event)
+#ifdef TTL_HAVE_NAMED_WAIT_EVENTS
+	static char names[8][32];
+	static uint32 events[8];
+	static int	n = 0;
+	char		full[64];
+
+	for (int i = 0; i < n; i++)
 	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			ttl_at_xact_end(true);
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			ttl_at_xact_end(false);
-			break;
-		default:
-			break;
+		if (strcmp(names[i], name) == 0)
+			return events[i];
 	}
+	snprintf(full, sizeof(full), "TtlIndex%c%s", pg_toupper((unsigned char) name[0]), name + 1);
+	/* "rate limited" -> "TtlIndexRateLimited" */
+	for (char *c = full; *c; c++)
+	{
+		if (*c == ' ')
+		{
+			memmove(c, c + 1, strlen(c));
+			*c = pg_toupper((unsigned char) *c);
+		}
+	}
+	if (n < lengthof(names))
+	{
+		strlcpy(names[n], name, sizeof(names[n]));
+		events[n] = WaitEventExtensionNew(full);
+		return events[n++];
+	}
+	return WaitEventExtensionNew(full);
+#else
+	return PG_WAIT_EXTENSION;
+#endif
 }

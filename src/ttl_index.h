@@ -3,25 +3,35 @@
  * ttl_index.h
  *	  Declarations shared by the files of the ttl_index extension.
  *
- * The extension is split into one file per box of the design:
+ * One file per box of the design (docs/design.md draws them).  Calls go one
+ * way, from the SQL surface and the processes down to the shared state:
  *
- *	ttl_index.c  module load: GUCs, shared memory, hooks
- *	launcher.c   the cluster-wide launcher and the per-database slots
- *	worker.c     the per-database worker loop and its scheduler
- *	purge.c      the purge engine: one batch = index range scan + DELETE
- *	catalog.c    reading the policy catalog and choosing the index
- *	api.c        SQL-callable functions that manage policies
- *	stats.c      shared-memory counters, their file across restarts, and
- *	             the ttl_index_stats SRF
- *	backlog.c    estimating how many rows are past expiry, from statistics
- *	progress.c   the ttl_index_progress SRF
- *	expiry.c     time arithmetic of TTL keys, units, ttl_expires_at()
- *	target.c     what a policy means for one table: its key, its filter,
- *	             the index that serves it, the SQL of its action
- *	partition.c  partitioned tables: their leaves, whole-partition drops
- *	yield.c      giving way to the application while it writes
+ *	SQL surface	api.c        policy management: ttl_create_index() & co.
+ *				views.c      the functions behind the monitoring views
+ *				runner.c     ttl_runner(): a pass inside the caller's transaction
+ *	processes	launcher.c   the cluster-wide launcher and its rotation
+ *				worker.c     the per-database worker and its scheduler
+ *				hooks.c      utility, executor and transaction hooks
+ *	one pass	partition.c  whole-partition drops
+ *				purge.c      one batch on one physical table: begin, scan,
+ *				             act, finish
+ *				held.c       rows that cannot be deleted: isolation, backoff
+ *				probe.c      index look-ups: the next and the oldest expiry
+ *				backlog.c    expired rows estimated from the statistics
+ *	policy		targets.c    a policy resolved to its physical tables
+ *				statement.c  the executor path's statement: SQL, plan, run
+ *				filter.c     a policy's filter: parsing and storing it
+ *				owner.c      whose rights and settings user code runs with
+ *				expiry.c     time arithmetic: cutoffs, instants, units
+ *				catalog.c    reading the policy catalog
+ *	shared		stats.c      per-policy counters
+ *				writes.c     which tables were written, noted at commit
+ *				yield.c      giving way to the application
+ *				shmem.c      all shared memory and its locks
+ *	module		ttl_index.c  settings, shared memory request, hooks
  *
- * Locking rules are described at the top of the file that owns the lock.
+ * Locking rules are described at the top of the file that owns the lock
+ * (shmem.c for all shared memory).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,14 +40,16 @@
 
 #include "access/attnum.h"
 #include "datatype/timestamp.h"
-#include "utils/timestamp.h"
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
+#include "port/atomics.h"
+#include "storage/itemptr.h"
 #include "storage/lwlock.h"
-#include "storage/spin.h"
 #include "utils/relcache.h"
+#include "utils/timestamp.h"
 
 #define TTL_EXTENSION_NAME		"ttl_index"
+#define TTL_LIBRARY_VERSION		"1.3"
 #define TTL_CATALOG_NAME		"ttl_index_policy"
 /* comment on the indexes ttl_create_index() creates (see api.c) */
 #define TTL_INDEX_COMMENT		"created by ttl_index; dropped by ttl_drop_index()"
@@ -56,6 +68,9 @@ extern int	ttl_error_delay;		/* s */
 extern int	ttl_launcher_naptime;	/* s */
 extern int	ttl_max_databases;
 extern int	ttl_max_policies;
+extern int	ttl_max_workers;
+extern int	ttl_free_worker_slots;
+extern int	ttl_database_turn;		/* s */
 extern int	ttl_log_min_duration;	/* ms, -1 = off */
 extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */
 extern int	ttl_busy_share;			/* %, 100 = never yield */
@@ -84,7 +99,6 @@ typedef struct TtlPolicy
 	int64		expire_after;	/* microseconds */
 	int32		batch_size;		/* 0 = use ttl_index.batch_size */
 	bool		enabled;
-	/* 1.2 */
 	char	   *ttl_column;		/* per-row TTL column, or NULL */
 	char	   *filter;			/* stored filter expression, or NULL */
 	int64		unit_ns;		/* numeric epoch column: ns per unit; else 0 */
@@ -101,95 +115,206 @@ extern bool ttl_catalog_is_current(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
+extern bool ttl_policy_equal(TtlPolicy *a, TtlPolicy *b);
+extern bool ttl_publications_exist(void);
+extern Oid	ttl_created_index(Oid relid, AttrNumber attnum);
+
+/* ----------
+ * Whose rights and settings (owner.c)
+ * ----------
+ */
+typedef struct TtlOwnerSave
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;
+} TtlOwnerSave;
+
+extern Oid	ttl_table_owner(Oid relid);
+extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
+extern void ttl_owner_leave(TtlOwnerSave *save);
+extern int	ttl_parse_env_enter(void);
+extern void ttl_parse_env_leave(int nestlevel);
+extern const char *ttl_server_setting(const char *name);
+
+/* the settings whose server-wide values the launcher publishes (owner.c) */
+extern const char *const ttl_server_setting_names[];
+extern const int ttl_server_setting_count;
 
 /* ----------
  * Time arithmetic (expiry.c)
+ *
+ * A key is the value the purge range-scans: the TTL column, or
+ * ttl_expires_at(column, ttl_column).  A cutoff says which keys have
+ * expired at the start of a pass.
  * ----------
  */
+typedef struct TtlCutoff
+{
+	TimestampTz limit;			/* now - expire_after: expired when the key's
+								 * instant is before this */
+	Datum		bound;			/* every expired key is below this (scan bound) */
+	Datum		safe_bound;		/* every key below this is expired (drops) */
+	bool		recheck;		/* local-time key near a change of the
+								 * server's UTC offset: check each row's
+								 * instant (ttl_key_expired) */
+} TtlCutoff;
+
 extern int64 ttl_unit_parse(const char *unit);
 extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
-extern Datum ttl_cutoff(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after);
-extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key, int64 expire_after);
+extern bool ttl_key_is_local(Oid typid, int64 unit_ns);
+extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now,
+							   int64 expire_after, TtlCutoff *cutoff);
+extern bool ttl_key_expired(Oid typid, int64 unit_ns, Datum key,
+							const TtlCutoff *cutoff);
+extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key,
+								  int64 expire_after);
+extern const char *ttl_server_zone_name(void);
+extern void ttl_expiry_refresh_zone(void);
 
 /* ----------
- * A policy applied to one table (target.c)
- *
- * The table is the policy's own, or for a partitioned table one of its
- * partitions: columns are matched by name, because a partition's column
- * numbers may differ from its parent's.
+ * Filters (filter.c)
  * ----------
  */
+extern Node *ttl_filter_parse(Relation rel, const char *filter, bool stored);
+extern char *ttl_filter_deparse(Relation rel, Node *expr);
+
+/* ----------
+ * A policy resolved to its physical tables (targets.c)
+ *
+ * A target is one physical table a policy purges: the policy's own table,
+ * or one leaf partition, or one inheritance child (or the parent's own
+ * rows).  Its resolution (columns matched by name, the key, the filter,
+ * the index, the statement) is done once and kept until an invalidation
+ * says the table, an index or a function may have changed.
+ * ----------
+ */
+typedef struct TtlPlan TtlPlan;	/* statement.c */
+
 typedef struct TtlTarget
 {
-	Relation	rel;
-	AttrNumber	attnum;			/* the TTL column in rel */
+	Oid			relid;
+	bool		only;			/* the parent of inheritance children: its
+								 * own rows */
+	MemoryContext cxt;			/* the resolution below lives here */
+	uint64		resolved_gen;	/* 0: not resolved */
+	bool		usable;			/* resolved, and the policy can run on it */
+	char	   *relname;		/* qualified, quoted */
+	Oid			owner;			/* whose rights (the policy table's owner) */
+	AttrNumber	attnum;			/* the TTL column in this table */
 	AttrNumber	ttl_attnum;		/* per-row TTL column, or 0 */
 	AttrNumber	soft_attnum;	/* soft-delete column, or 0 */
-	Oid			keytype;		/* type of the scanned key */
-	Expr	   *filter;			/* rows that may expire (user filter, and
-								 * "not yet soft-deleted"), or NULL */
-	char	   *key_sql;		/* the key as SQL over rel */
+	Oid			keytype;		/* type of the scanned key (a domain's base) */
+	int16		keylen;
+	bool		keybyval;
+	Oid			indexoid;		/* InvalidOid: no usable index */
+	Expr	   *filter;			/* rows that may expire, or NULL */
+	char	   *key_sql;		/* the key as SQL over the table */
 	char	   *filter_sql;		/* the filter as SQL, or NULL */
+	TtlPlan    *plan;			/* executor path, made on first use */
+
+	/* progress of the current pass on this table */
+	uint32		writes_at_start;	/* its write counter (writes.c) */
+	bool		done;			/* reached the cutoff (or gone) */
+	bool		have_resume;
+	Datum		resume_key;		/* by-reference keys live in cxt's parent */
+	List	   *retry;			/* of TtlTidGroup: rows of a failed batch,
+								 * retried in parts */
 } TtlTarget;
 
-typedef enum TtlTargetStatus
+/* rows of a failed statement, to be retried (purge.c) */
+typedef struct TtlTidGroup
 {
-	TTL_TARGET_OK,
-	TTL_TARGET_GONE,			/* a column of the policy is gone */
-	TTL_TARGET_BAD				/* a column has a type the policy cannot use */
-} TtlTargetStatus;
+	int			n;
+	ItemPointerData *tids;
+	TransactionId *xmins;
+} TtlTidGroup;
 
-extern TtlTargetStatus ttl_target_resolve(TtlPolicy *policy, Relation rel,
-										  TtlTarget *t, bool noerror);
-extern Node *ttl_filter_parse(Relation rel, const char *filter);
-extern char *ttl_filter_deparse(Relation rel, Node *expr);
-extern Oid	ttl_find_index(TtlTarget *t);
-extern char *ttl_target_action_sql(TtlPolicy *policy, TtlTarget *t);
+typedef enum TtlResolve
+{
+	TTL_RESOLVE_OK,
+	TTL_RESOLVE_GONE,			/* the table or a policy column is gone */
+	TTL_RESOLVE_NO_INDEX		/* no usable btree index */
+} TtlResolve;
+
+extern uint64 ttl_targets_generation(void);
+extern void ttl_targets_init(void);
+extern List *ttl_targets_list(TtlPolicy *policy, MemoryContext cxt);
+extern TtlTarget *ttl_target_create(Oid relid, bool only, MemoryContext cxt);
+extern TtlResolve ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel);
+extern void ttl_target_check_types(TtlPolicy *policy, Relation rel);
+extern Oid	ttl_find_index(TtlTarget *t, Relation rel);
 extern char *ttl_expires_at_sql(void);
+extern bool ttl_rel_has_delete_rules(Relation rel, TtlAction action, bool instead_only);
 
 /* ----------
- * Partitioned tables (partition.c)
+ * The executor path's statement (statement.c)
  * ----------
  */
-extern Oid	ttl_partition_next_leaf(Oid relid, Oid after);
-extern int	ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now);
+extern char *ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel,
+							   bool precheck);
+extern void ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel);
+extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
+								ItemPointerData *tids, int ntids,
+								const TtlCutoff *cutoff);
+
+/* ----------
+ * Rows that cannot be deleted (held.c)
+ * ----------
+ */
+typedef struct TtlHeld TtlHeld;
+
+extern bool ttl_error_row_related(int sqlerrcode);
+extern bool ttl_error_is_cancel(int sqlerrcode);
+extern TtlHeld *ttl_held_create(MemoryContext cxt);
+extern bool ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid,
+						  TransactionId xmin, TimestampTz now);
+extern bool ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid,
+						 TransactionId xmin, TimestampTz now);
+extern int	ttl_held_count(TtlHeld *held);
+extern bool ttl_held_first_report(TtlHeld *held, int sqlerrcode);
 
 /* ----------
  * Purge engine (purge.c)
  *
- * TtlPurgeState is the per-policy state that lives across batches of one
- * pass: the cutoff fixed when the pass started, the key the last batch
- * reached, and an adaptive row limit that keeps a batch within
- * ttl_index.batch_time.
+ * A pass of a policy: the cutoff fixed when it starts, its targets, and an
+ * adaptive row limit that keeps a batch within ttl_index.batch_time.
  * ----------
  */
 typedef enum TtlBatchOutcome
 {
 	TTL_BATCH_MORE,				/* stopped at a row or time bound: more to do */
-	TTL_BATCH_DONE,				/* reached the cutoff: pass complete */
-	TTL_BATCH_LOCKED,			/* table, index or rows locked: come back later */
-	TTL_BATCH_GONE,				/* table or column gone */
+	TTL_BATCH_DONE,				/* every target reached the cutoff */
+	TTL_BATCH_LOCKED,			/* a table, index or rows were locked */
+	TTL_BATCH_GONE,				/* the table or column is gone */
 	TTL_BATCH_NO_INDEX			/* no usable btree index on the column */
 } TtlBatchOutcome;
 
-typedef struct TtlPurgeState
+typedef struct TtlPass
 {
-	bool		in_pass;
-	TimestampTz now;			/* the "now" the cutoff was computed from */
-	Oid			target;			/* partitioned table: the partition in hand */
-	bool		drops_done;		/* partitioned table: whole partitions done */
-	TimestampTz leaves_next_expiry; /* partitioned: earliest over leaves done */
-	bool		have_resume;
-	Datum		resume_key;		/* a by-reference key lives in
-								 * TopMemoryContext */
-	bool		resume_byval;
+	MemoryContext cxt;			/* targets and their resolution */
+	TimestampTz now;			/* the cutoff is computed from it */
+	uint32		writes_at_start;	/* the policy's table's write counter */
+	bool		listed;			/* targets listed (at the first batch) */
+	struct TtlPass *previous;	/* until listed: the pass before */
+	List	   *targets;		/* of TtlTarget */
+	int			current;		/* index of the target in hand */
+	bool		drops_done;		/* whole-partition drops tried */
+	bool		skipped_locked; /* a target was locked: pass incomplete */
+	bool		missing_index;	/* a target had no usable index */
 	int32		row_limit;		/* adaptive, <= batch size */
 	int64		pass_rows;
 	int64		pass_batches;
 	int64		pass_skipped_locked;
-	TimestampTz next_expiry;	/* when the next row expires, or 0 = none */
-	bool		next_expiry_unknown;	/* the last look gave up (filter) */
-} TtlPurgeState;
+	int64		pass_left;		/* expired rows found but not deleted */
+	TimestampTz next_expiry;	/* earliest next expiry seen, 0 = none */
+	bool		next_expiry_unknown;	/* a look gave up (filter) */
+	TtlHeld    *held;			/* the policy's held rows (not owned) */
+	/* the row being looked at, for an error raised by user code */
+	Oid			failing_relid;
+	ItemPointerData failing_tid;
+	TransactionId failing_xmin;
+} TtlPass;
 
 typedef struct TtlBatchResult
 {
@@ -199,12 +324,36 @@ typedef struct TtlBatchResult
 	int64		soft_deleted;	/* of which soft-deleted */
 	int64		partitions_dropped;
 	int64		skipped_locked;	/* rows skipped because another xact had them */
+	int64		left;			/* expired rows found and not deleted */
 	double		elapsed_ms;
+	/* the rows of the statement in flight: retried in parts if it fails */
+	Oid			tids_relid;
+	int			ntids;
+	ItemPointerData *tids;		/* in the pass's memory */
+	TransactionId *xmins;
 } TtlBatchResult;
 
-extern void ttl_pass_begin(TtlPolicy *policy, TtlPurgeState *state, TimestampTz now);
-extern void ttl_purge_batch(TtlPolicy *policy, TtlPurgeState *state,
+extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
+							   TtlHeld *held, TimestampTz now,
+							   int32 row_limit, MemoryContext parent);
+extern void ttl_pass_end(TtlPass *pass);
+extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
 							TtlBatchResult *result);
+extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
+							 TtlBatchResult *failed, int sqlerrcode,
+							 bool *held_one);
+extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
+
+/* ----------
+ * Whole-partition drops (partition.c)
+ * ----------
+ */
+extern int	ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now);
+
+/* ----------
+ * Index look-ups (probe.c)
+ * ----------
+ */
 typedef enum TtlProbeResult
 {
 	TTL_PROBE_FOUND,			/* *expires_at is set */
@@ -212,9 +361,14 @@ typedef enum TtlProbeResult
 	TTL_PROBE_UNKNOWN			/* locked, gone or unusable: not looked at */
 } TtlProbeResult;
 
-extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
-extern bool ttl_publications_exist(void);
+extern TtlProbeResult ttl_probe_from(TtlPolicy *policy, TtlTarget *t,
+									 Relation rel, Relation irel,
+									 struct ExprState *filter,
+									 struct ExprContext *econtext,
+									 bool have_from, Datum from,
+									 TimestampTz *expires_at);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+extern RegProcedure ttl_btree_proc(Relation irel, Oid typid, uint16 strategy);
 
 /* ----------
  * Backlog estimate (backlog.c)
@@ -227,43 +381,66 @@ extern bool ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now,
  * Shared-memory counters (stats.c)
  * ----------
  */
-extern Size ttl_stats_shmem_size(void);
-extern void ttl_stats_shmem_init(void);
+typedef struct TtlStatsCounters
+{
+	int64		rows_deleted;
+	int64		batches;
+	int64		passes;
+	int64		rows_skipped_locked;
+	int64		skipped_locked;
+	int64		errors;
+	int64		rows_archived;
+	int64		rows_soft_deleted;
+	int64		partitions_dropped;
+	int64		rows_held;		/* gauge: left in place by the last pass */
+	double		time_spent_ms;
+	TimestampTz last_run;
+	TimestampTz last_error_at;
+	TimestampTz stats_reset;
+	int			last_error_code;	/* SQLSTATE, packed */
+	char		last_error[256];
+} TtlStatsCounters;
+
+extern void ttl_stats_init(void);
 extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 								  TtlBatchResult *result);
-extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy);
+extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 left);
+extern void ttl_stats_count_locked(Oid dboid, TtlPolicy *policy);
 extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,
-								  const char *message);
+								  int sqlerrcode, const char *message);
 extern void ttl_stats_forget_others(Oid dboid, List *policies);
 extern void ttl_stats_reset(Oid dboid, List *policy_ids);
+extern bool ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c);
+extern void ttl_stats_defer(bool defer);
+extern void ttl_stats_at_xact_end(bool commit);
+extern void ttl_stats_at_subxact_end(bool commit);
 
 /* ----------
- * Launcher and database slots (launcher.c)
+ * Writes to tables, noted at commit (writes.c)
  * ----------
  */
-extern Size ttl_launcher_shmem_size(void);
-extern void ttl_launcher_shmem_init(void);
-extern void ttl_launcher_register(void);
-extern void ttl_wake_at_commit(void);
-extern void ttl_at_xact_end(bool commit);
-extern void ttl_utility_hook_install(void);
+extern void ttl_writes_note(Oid relid);
+extern void ttl_writes_at_xact_end(bool commit);
+extern uint32 ttl_writes_count(Oid dboid, Oid relid);
+
+/* ----------
+ * Shared memory (shmem.c)
+ * ----------
+ */
+#define TTL_PHASE_LEN		32
+/* schema.table, both quoted: every character may be a doubled quote */
+#define TTL_QUALNAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
 
 /*
  * What a worker is doing now, published in its database slot and shown by
  * ttl_index_progress.  Times are 0 when not applicable.
  */
-#define TTL_PHASE_LEN		24
-/* schema.table, both quoted: every character may be a doubled quote */
-#define TTL_QUALNAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
-
 typedef struct TtlProgress
 {
 	Oid			dboid;
 	NameData	datname;
 	int			pid;
-	char		phase[TTL_PHASE_LEN];	/* "starting", "reading policies",
-										 * "deleting", "rate limited",
-										 * "sleeping" */
+	char		phase[TTL_PHASE_LEN];
 	TimestampTz phase_since;
 	int32		policy_id;		/* 0 unless deleting */
 	char		relname[TTL_QUALNAME_LEN];	/* qualified and quoted */
@@ -274,23 +451,76 @@ typedef struct TtlProgress
 	TimestampTz batch_started;	/* 0: no batch in flight */
 } TtlProgress;
 
-/* The per-database worker reports into its slot. */
+/* a database as the launcher sees it (ttl_index_databases) */
+typedef struct TtlDbStatus
+{
+	Oid			dboid;
+	NameData	datname;
+	bool		has_extension;
+	int			pid;			/* its worker, 0: none */
+	TimestampTz waiting_since;	/* 0: not waiting for a worker slot */
+	TimestampTz turn_started;	/* its worker's turn began, 0: none */
+	int64		turns;			/* workers started for it */
+	TimestampTz blocked_until;	/* DROP DATABASE and friends */
+} TtlDbStatus;
+
+extern Size ttl_shmem_size(void);
+extern void ttl_shmem_request(void);
+extern void ttl_shmem_init(void);
+extern bool ttl_shmem_ready(void);
+
+/* launcher side */
+extern bool ttl_shmem_launcher_attach(void);
+extern void ttl_shmem_publish_settings(void);
+
+/* worker side of its slot */
 extern bool ttl_slot_attach(Oid dboid);
 extern void ttl_slot_report_extension(bool installed);
 extern uint32 ttl_slot_generation(void);
-extern bool ttl_slot_blocked(void);
+extern bool ttl_slot_must_leave(void);
+extern bool ttl_slot_turn_over(void);
 extern void ttl_slot_set_phase(const char *phase);
-extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPurgeState *state,
+extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass,
 								 const char *relname);
-extern void ttl_slot_batch_end(TtlPurgeState *state);
+extern void ttl_slot_batch_end(TtlPass *pass);
 
-/* Everyone may read the slots. */
-extern List *ttl_slot_progress_list(void);
-extern int	ttl_slot_running_count(void);
+/* backends */
+extern void ttl_shmem_wake_database(Oid dboid);
+extern pid_t ttl_shmem_block_database(Oid dboid, TimestampTz until);
+extern pid_t ttl_shmem_database_pid(Oid dboid);
+extern void ttl_shmem_unblock_database(Oid dboid);
+extern List *ttl_shmem_progress_list(void);
+extern List *ttl_shmem_database_list(void);
+extern int	ttl_shmem_running_count(void);
+extern bool ttl_shmem_published_setting(const char *name, char *buf, Size len);
 
-/* XIDs the workers took, for yield.c */
-extern void ttl_shared_count_worker_xid(void);
-extern uint64 ttl_shared_worker_xids(void);
+/* XIDs the workers took (yield.c) */
+extern void ttl_shmem_count_worker_xid(void);
+extern uint64 ttl_shmem_worker_xids(void);
+
+/* write counters (writes.c) */
+extern pg_atomic_uint32 *ttl_shmem_write_counter(uint32 hash);
+
+/* the stats hash (stats.c) */
+extern Size ttl_stats_entry_size(void);
+extern Size ttl_stats_key_size(void);
+extern struct HTAB *ttl_shmem_stats_hash(void);
+extern LWLock *ttl_shmem_stats_lock(void);
+
+/* ----------
+ * Launcher (launcher.c)
+ * ----------
+ */
+extern void ttl_launcher_register(void);
+extern PGDLLEXPORT void ttl_launcher_main(Datum main_arg);
+
+/* ----------
+ * Hooks (hooks.c)
+ * ----------
+ */
+extern void ttl_hooks_install(void);
+extern void ttl_hooks_install_local(void);
+extern void ttl_wake_at_commit(void);
 
 /* ----------
  * Giving way to the application (yield.c)
@@ -313,16 +543,10 @@ extern bool ttl_yield_busy(void);
 extern long ttl_yield_pause_ms(int64 batch_us);
 
 /* ----------
- * Worker (worker.c)
+ * Worker (worker.c) and ttl_runner() (runner.c)
  * ----------
  */
-extern PGDLLEXPORT void ttl_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
-
-/*
- * One full pass over every due policy of the current database, inside the
- * caller's transaction (ttl_runner()).  Returns rows deleted.
- */
-extern int64 ttl_run_all_in_transaction(void);
+extern uint32 ttl_wait_event(const char *name);
 
 #endif							/* TTL_INDEX_H */

@@ -1,46 +1,61 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The per-database worker: its main loop, the scheduler that shares it
- *	  fairly between policies, and ttl_run_all_in_transaction(), the same
- *	  engine run inside a caller's transaction for ttl_runner().
+ *	  The per-database worker: its main loop, and the scheduler that shares
+ *	  it fairly between policies.
  *
  * Scheduling.  Each policy has a pass: a cutoff fixed when the pass starts,
- * and a resume key.  Passes advance in rounds: one batch (one transaction,
- * bounded by rows and by ttl_index.batch_time) per policy in pass, in
- * catalog order, so a multi-million-row backlog gets one batch per round
- * while small policies finish in their first.  Between rounds, policies that
- * have become due start a new pass, so they are served while a backlog
- * drains.  A policy is due at the expiry of its next row, read from its
- * index when its last pass ended, and at the latest ttl_index.max_sleep
- * after that (rows can be inserted already expired).  The worker sleeps
- * until the earliest due time, or until the catalog changes.
+ * its targets (purge.c).  Passes advance in rounds: one batch (one
+ * transaction, bounded by rows and by ttl_index.batch_time) per policy in
+ * pass, in catalog order, so a multi-million-row backlog gets one batch per
+ * round while small policies finish in their first.  Between rounds,
+ * policies that have become due start a new pass, so they are served while
+ * a backlog drains.  A policy is due at the expiry of its next row, read
+ * from its index when its last pass ended, and at the latest
+ * ttl_index.max_sleep after that (rows can be inserted already expired).
+ * The worker sleeps until the earliest due time, or until the catalog
+ * changes.
  *
- * A policy whose last pass found nothing left and whose table nobody has
- * written to since is not re-checked before its next expiry (see
- * ttl_worker_admit); ttl_index.rate_limit makes the worker wait between
- * batches (ttl_worker_throttle), and a policy's own rate_limit holds back
- * that policy's batches alone (ttl_worker_policy_debt).  While other
- * sessions are writing, batches are small and each is followed by a pause
- * (ttl_worker_yield; how the worker tells is in yield.c).  The worker
- * reports its table counters to the cumulative statistics as it goes, for
- * autovacuum.
+ * Idle policies.  The max_sleep look at a policy whose last pass found
+ * nothing left is skipped while none of its tables has been written since
+ * that pass began: neither the commit-time write counters (writes.c), which
+ * every backend bumps when a transaction that inserted into or updated the
+ * table commits (inside a long procedure too, with track_counts off too),
+ * nor the cumulative statistics (which cover logical replication's apply
+ * worker) have moved.  A thousand idle policies then cost a thousand
+ * counter reads a second, not a thousand transactions; a full pass still
+ * runs at least every TTL_IDLE_PASS_EVERY_MS, whatever the counters say.
  *
- * Failure handling (as autovacuum does per table): an error in a batch is
- * logged with the table in its context, counted in the stats, the
- * transaction is rolled back, the policy rests ttl_index.error_delay, and
- * the other policies go on.  A lock we cannot take at once is not an
- * error: the policy is counted as skipped and retried later.
+ * ttl_index.rate_limit makes the worker wait between batches
+ * (ttl_worker_throttle), a policy's own rate_limit holds back that policy's
+ * batches alone (ttl_worker_policy_debt), and while other sessions are
+ * writing, batches are small and each is followed by a pause
+ * (ttl_worker_yield; how the worker tells is in yield.c).
  *
- * Memory: policies and their pass state live in PolicyContext, rebuilt on
- * each reload; everything a batch allocates lives in its transaction.
+ * Failure handling (as autovacuum does per table): a failed batch is rolled
+ * back.  When the failure may be some rows' (held.c), the rows of the
+ * failed statement are retried in halves in the next batches of the same
+ * pass, down to the single rows that fail, which are held back and logged
+ * once per policy and SQLSTATE; the others are deleted in the same pass.
+ * Any other failure is logged with the table in its context, counted, and
+ * the policy rests ttl_index.error_delay while the other policies go on.  A
+ * lock we cannot take at once is not an error: the policy is counted as
+ * skipped and retried later.
+ *
+ * Turns.  When more databases need a worker than may run at once, the
+ * launcher asks a worker whose turn is over to leave (launcher.c); the
+ * worker ends its batch and exits, and the launcher starts the worker of a
+ * waiting database.
+ *
+ * Memory: each policy's schedule entry, its pass and its held rows live in
+ * a memory context of their own (kept across reloads while the policy is
+ * unchanged); everything a batch allocates lives in its transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -49,13 +64,10 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
@@ -66,18 +78,29 @@
 #define TTL_MIN_PASS_GAP_MS		100
 /* longest time a policy goes without a pass, whatever the counters say */
 #define TTL_IDLE_PASS_EVERY_MS	60000
+/* tables of a policy whose write counters the idle check reads */
+#define TTL_WATCHED_MAX			32
 
 typedef struct TtlSchedEntry
 {
+	MemoryContext cxt;			/* this entry, its pass, its held rows */
 	TtlPolicy	policy;
-	TtlPurgeState state;
+	TtlPass    *pass;			/* NULL between passes */
+	TtlPass    *last_pass;		/* the pass before, until the next begins */
+	TtlHeld    *held;
+	int32		row_limit;		/* carried from pass to pass */
 	TimestampTz next_check;		/* start the next pass at this time */
 	TimestampTz retry_after;	/* resting after an error until then */
+	TimestampTz next_expiry;	/* as the last pass saw it, 0 = none */
+	bool		next_expiry_unknown;
 	bool		caught_up;		/* the last pass ended with nothing left */
 	bool		warned_no_index;	/* said once that the index is missing */
-	bool		writes_known;	/* writes_seen is valid */
-	int64		writes_seen;	/* the table's inserts + updates (pgstat) when
-								 * the last pass began */
+	bool		writes_known;	/* the counters below are valid */
+	int64		stat_writes;	/* inserts + updates (pgstat) at the last
+								 * pass's start, -1 = none */
+	int			nwatched;
+	Oid			watched[TTL_WATCHED_MAX];	/* its tables ... */
+	uint32		watched_counts[TTL_WATCHED_MAX];	/* ... their counters */
 	TimestampTz last_pass_at;	/* when the last pass began */
 	/* the policy's own rate limit (rate_limit =>): a bucket like the global */
 	double		rate_tokens;
@@ -86,9 +109,10 @@ typedef struct TtlSchedEntry
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
+static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
 
-static MemoryContext PolicyContext = NULL;
-static List *Schedule = NIL;	/* of TtlSchedEntry */
+static List *Schedule = NIL;	/* of TtlSchedEntry, in TopMemoryContext */
+static bool Loaded = false;
 static uint32 LoadedGeneration = 0;
 static TimestampTz LoadedAt = 0;
 
@@ -103,24 +127,52 @@ static double RateTokens = 0;
 static TimestampTz RateRefilledAt = 0;
 
 /*
+ * ttl_worker_entry_new
+ *		A schedule entry for a policy, in a memory context of its own.
+ */
+static TtlSchedEntry *
+ttl_worker_entry_new(TtlPolicy *p)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
+											  "ttl_index policy",
+											  ALLOCSET_SMALL_SIZES);
+	TtlSchedEntry *e = MemoryContextAllocZero(cxt, sizeof(TtlSchedEntry));
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+
+	e->cxt = cxt;
+	e->policy = *p;
+	e->policy.column_name = pstrdup(p->column_name);
+	e->policy.ttl_column = p->ttl_column ? pstrdup(p->ttl_column) : NULL;
+	e->policy.filter = p->filter ? pstrdup(p->filter) : NULL;
+	e->policy.soft_column = p->soft_column ? pstrdup(p->soft_column) : NULL;
+	e->held = ttl_held_create(cxt);
+	MemoryContextSwitchTo(old);
+	return e;
+}
+
+/*
  * ttl_worker_reload
- *		Re-read the policies, keeping the pass state of those unchanged.
+ *		Re-read the policies.  An unchanged policy keeps its entry (pass,
+ *		held rows, timers); a changed one starts afresh but for its rate
+ *		bucket and error rest.  After a wake-up (the generation moved) every
+ *		policy is looked at again: a COMMIT PREPARED may have added rows.
  *		Exits the process when the extension is no longer installed.
  */
 static void
 ttl_worker_reload(void)
 {
-	MemoryContext newcxt;
 	List	   *policies;
 	List	   *schedule = NIL;
 	ListCell   *lc;
+	uint32		generation = ttl_slot_generation();
+	bool		woken = generation != LoadedGeneration;
+	MemoryContext tmp;
 
-	LoadedGeneration = ttl_slot_generation();
+	LoadedGeneration = generation;
 
 	ttl_slot_set_phase("reading policies");
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "ttl_index: reading policies");
 
@@ -133,73 +185,79 @@ ttl_worker_reload(void)
 				(errmsg("ttl_index worker exiting: extension not installed in database \"%s\"",
 						get_database_name(MyDatabaseId))));
 		PopActiveSnapshot();
-		SPI_finish();
 		CommitTransactionCommand();
 		proc_exit(0);
 	}
 	ttl_slot_report_extension(true);
 
-	newcxt = AllocSetContextCreate(TopMemoryContext, "ttl_index policies",
-								   ALLOCSET_DEFAULT_SIZES);
-	policies = ttl_load_policies(newcxt);
+	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
+								ALLOCSET_DEFAULT_SIZES);
+	policies = ttl_load_policies(tmp);
 
 	foreach(lc, policies)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		TtlSchedEntry *e = MemoryContextAllocZero(newcxt, sizeof(TtlSchedEntry));
+		TtlSchedEntry *e = NULL;
 		ListCell   *lc2;
 
-		e->policy = *p;
 		foreach(lc2, Schedule)
 		{
 			TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc2);
 
-			if (old->policy.id == p->id && old->policy.relid == p->relid &&
-				old->policy.attnum == p->attnum)
+			if (old == NULL || old->policy.id != p->id)
+				continue;
+			if (ttl_policy_equal(&old->policy, p))
+				e = old;		/* unchanged: keep everything */
+			else
 			{
-				/* unchanged target: keep the pass */
-				e->state = old->state;
+				/* changed: a new pass, held rows and timers */
+				e = ttl_worker_entry_new(p);
 				e->retry_after = old->retry_after;
 				e->rate_tokens = old->rate_tokens;
 				e->rate_refilled_at = old->rate_refilled_at;
 				e->rate_ready_at = old->rate_ready_at;
-				if (old->policy.expire_after == p->expire_after)
-				{
-					e->next_check = old->next_check;
-					e->caught_up = old->caught_up;
-					e->writes_known = old->writes_known;
-					e->writes_seen = old->writes_seen;
-					e->warned_no_index = old->warned_no_index;
-					e->last_pass_at = old->last_pass_at;
-				}
-				else
-					e->state.in_pass = false;
-				/* paused (ttl_pause): the pass in hand stops here */
-				if (!p->enabled)
-					e->state.in_pass = false;
-				break;
+				e->row_limit = old->row_limit;
+				MemoryContextDelete(old->cxt);
 			}
+			lfirst(lc2) = NULL;
+			break;
 		}
+		if (e == NULL)
+			e = ttl_worker_entry_new(p);
+		/* paused (ttl_pause): the pass in hand stops here */
+		if (!p->enabled && e->pass != NULL)
 		{
-			MemoryContext old = MemoryContextSwitchTo(newcxt);
+			ttl_pass_end(e->pass);
+			e->pass = NULL;
+		}
+		if (woken)
+			e->writes_known = false;
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 			schedule = lappend(schedule, e);
 			MemoryContextSwitchTo(old);
 		}
 	}
 
+	/* the entries of policies that are gone */
+	foreach(lc, Schedule)
+	{
+		TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc);
+
+		if (old != NULL)
+			MemoryContextDelete(old->cxt);
+	}
+	list_free(Schedule);
+	Schedule = schedule;
+
 	ttl_stats_forget_others(MyDatabaseId, policies);
 
 	PopActiveSnapshot();
-	SPI_finish();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
-
-	if (PolicyContext)
-		MemoryContextDelete(PolicyContext);
-	PolicyContext = newcxt;
-	Schedule = schedule;
 	LoadedAt = GetCurrentTimestamp();
+	Loaded = true;
 }
 
 /*
@@ -211,26 +269,142 @@ ttl_worker_reload(void)
 static void
 ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
 {
+	TtlPass    *pass = e->pass;
 	long		ms;
 
 	if (ttl_log_min_duration < 0)
 		return;
-	if (e->state.pass_rows == 0 && e->state.pass_skipped_locked == 0)
+	if (pass->pass_rows == 0 && pass->pass_skipped_locked == 0)
 		return;
-	ms = (long) ((now - e->state.now) / 1000);
+	ms = (long) ((now - pass->now) / 1000);
 	if (ms < ttl_log_min_duration)
 		return;
 	ereport(LOG,
 			(errmsg("ttl_index: %s " INT64_FORMAT " rows %s %s in %ld ms",
 					e->policy.action == TTL_ACTION_ARCHIVE ? "archived" :
 					e->policy.action == TTL_ACTION_SOFT_DELETE ? "soft-deleted" : "deleted",
-					e->state.pass_rows,
+					pass->pass_rows,
 					e->policy.action == TTL_ACTION_SOFT_DELETE ? "in" : "from",
 					relname, ms),
 			 errdetail("Column %s, " INT64_FORMAT " batches, " INT64_FORMAT " rows skipped because another transaction had them locked.",
 					   e->policy.column_name,
-					   e->state.pass_batches,
-					   e->state.pass_skipped_locked)));
+					   pass->pass_batches,
+					   pass->pass_skipped_locked)));
+}
+
+/*
+ * ttl_worker_failed
+ *		A batch of the policy failed, its transaction rolled back.  Isolate
+ *		the rows responsible if the failure is theirs (the pass goes on),
+ *		else log and count it as the policy's, which rests
+ *		ttl_index.error_delay.
+ */
+static void
+ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
+				  const char *relname, TimestampTz now)
+{
+	bool		held_one = false;
+
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		ttl_stats_count_locked(MyDatabaseId, &e->policy);
+		ttl_pass_end(e->pass);
+		e->pass = NULL;
+		e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+		return;
+	}
+
+	if (e->pass != NULL &&
+		ttl_pass_isolate(&e->policy, e->pass, result, edata->sqlerrcode, &held_one))
+	{
+		if (!held_one)
+			return;				/* its rows are retried in halves */
+		/* one row held back: say so once per kind of failure */
+		if (ttl_held_first_report(e->held, edata->sqlerrcode))
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s): %s",
+							relname, unpack_sql_state(edata->sqlerrcode),
+							edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+					 errhint("Rows like it are retried later, and counted in rows_held of ttl_index_stats; this is logged once per policy and kind of error.")));
+		ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
+							  edata->message);
+		return;
+	}
+
+	/*
+	 * One log entry per failure, as autovacuum does: the table and the
+	 * SQLSTATE in the message, the original detail, hint and context
+	 * (which names the column) kept.
+	 */
+	ereport(LOG,
+			(errcode(edata->sqlerrcode),
+			 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
+					relname, unpack_sql_state(edata->sqlerrcode),
+					edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			 edata->hint ? errhint("%s", edata->hint) : 0,
+			 edata->context ? errcontext("%s", edata->context) : 0));
+	ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode, edata->message);
+	ttl_pass_end(e->pass);
+	e->pass = NULL;
+	e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
+}
+
+/*
+ * ttl_worker_pass_done
+ *		A pass ended: when the next one is due.
+ */
+static void
+ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
+					 const char *relname, TimestampTz now)
+{
+	TtlPass    *pass = e->pass;
+
+	e->row_limit = pass->row_limit;
+	e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+	switch (result->outcome)
+	{
+		case TTL_BATCH_DONE:
+			ttl_stats_count_pass(MyDatabaseId, &e->policy,
+								 pass->pass_left + ttl_held_count(e->held));
+			ttl_worker_log_pass(e, relname, now);
+			e->caught_up = pass->pass_skipped_locked == 0 && pass->pass_left == 0;
+			e->next_expiry = pass->next_expiry;
+			e->next_expiry_unknown = pass->next_expiry_unknown;
+
+			/*
+			 * Wake for the next expiry, but start passes of one policy at
+			 * least TTL_MIN_PASS_GAP_MS apart: rows that expire every
+			 * millisecond are then deleted ten times a second in batches,
+			 * not one transaction per row.
+			 */
+			if (e->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->next_expiry))
+				e->next_check = Min(e->next_check,
+									Max(e->next_expiry,
+										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
+			break;
+		case TTL_BATCH_NO_INDEX:
+			/* warn once; during a restore the index comes moments later */
+			if (!e->warned_no_index)
+			{
+				SetCurrentStatementStartTimestamp();
+				StartTransactionCommand();
+				ttl_purge_no_index_error(&e->policy, WARNING);
+				CommitTransactionCommand();
+				e->warned_no_index = true;
+			}
+			break;
+		default:
+			break;
+	}
+	if (result->outcome != TTL_BATCH_NO_INDEX)
+		e->warned_no_index = false;
+	ttl_worker_watch(e, pass);
+	/* kept until the next pass begins, which takes over its resolution */
+	e->last_pass = pass;
+	e->pass = NULL;
 }
 
 /*
@@ -246,6 +420,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	TimestampTz now;
 	char		relname[TTL_QUALNAME_LEN];
 	double		rate;
+	TtlPass    *pass = e->pass;
 
 	memset(&result, 0, sizeof(result));
 	*deleted = 0;
@@ -254,12 +429,12 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	/* under a rate limit, no batch takes more than a fifth of a second's worth */
 	rate = ttl_worker_rate();
 	if (rate > 0)
-		e->state.row_limit = Min(e->state.row_limit, Max((int32) (rate / 5), 16));
+		pass->row_limit = Min(pass->row_limit, Max((int32) (rate / 5), 16));
 	if (e->policy.rate_limit > 0)
-		e->state.row_limit = Min(e->state.row_limit, Max(e->policy.rate_limit / 5, 16));
+		pass->row_limit = Min(pass->row_limit, Max(e->policy.rate_limit / 5, 16));
 	/* while the application writes, small batches (see yield.c) */
 	if (ttl_yield_busy())
-		e->state.row_limit = Min(e->state.row_limit, TTL_BUSY_BATCH_ROWS);
+		pass->row_limit = Min(pass->row_limit, TTL_BUSY_BATCH_ROWS);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -272,12 +447,10 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 
 		if (name != NULL)
 			strlcpy(relname, name, sizeof(relname));
-		SPI_connect();
-		ttl_slot_batch_begin(&e->policy, &e->state, relname);
+		ttl_slot_batch_begin(&e->policy, pass, relname);
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("ttl_index: purging expired rows of %s", relname));
-		ttl_purge_batch(&e->policy, &e->state, &result);
-		SPI_finish();
+		ttl_purge_batch(&e->policy, pass, &result);
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -288,43 +461,16 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ttl_slot_batch_end(&e->state);
-
-		e->state.in_pass = false;
+		ttl_slot_batch_end(pass);
 		now = GetCurrentTimestamp();
-		/* the batch rolled back: whatever it counted did not happen */
-		memset(&result, 0, sizeof(result));
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-		{
-			result.outcome = TTL_BATCH_LOCKED;
-			ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
-			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-		}
-		else
-		{
-			/*
-			 * One log entry per failure, as autovacuum does: the table and
-			 * the SQLSTATE in the message, the original detail, hint and
-			 * context (which names the column) kept.
-			 */
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
-							relname, unpack_sql_state(edata->sqlerrcode),
-							edata->message),
-					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-					 edata->hint ? errhint("%s", edata->hint) : 0,
-					 edata->context ? errcontext("%s", edata->context) : 0));
-			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->message);
-			e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
-		}
+		ttl_worker_failed(e, &result, edata, relname, now);
 		FreeErrorData(edata);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
 	PG_END_TRY();
 
-	ttl_slot_batch_end(&e->state);
+	ttl_slot_batch_end(pass);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/*
@@ -337,58 +483,19 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
 	*deleted = result.deleted;
 	now = GetCurrentTimestamp();
-
-	switch (result.outcome)
-	{
-		case TTL_BATCH_MORE:
-			break;
-		case TTL_BATCH_DONE:
-			ttl_stats_count_pass(MyDatabaseId, &e->policy);
-			ttl_worker_log_pass(e, relname, now);
-			e->caught_up = e->state.pass_skipped_locked == 0;
-			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-			/*
-			 * Wake for the next expiry, but start passes of one policy at
-			 * least TTL_MIN_PASS_GAP_MS apart: rows that expire every
-			 * millisecond are then deleted ten times a second in batches,
-			 * not one transaction per row.
-			 */
-			if (e->state.next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->state.next_expiry))
-				e->next_check = Min(e->next_check,
-									Max(e->state.next_expiry,
-										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
-			break;
-		case TTL_BATCH_NO_INDEX:
-			/* warn once; during a restore the index comes moments later */
-			if (!e->warned_no_index)
-			{
-				SetCurrentStatementStartTimestamp();
-				StartTransactionCommand();
-				ttl_purge_no_index_error(&e->policy, WARNING);
-				CommitTransactionCommand();
-				e->warned_no_index = true;
-			}
-			e->state.in_pass = false;
-			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-			break;
-		case TTL_BATCH_LOCKED:
-		case TTL_BATCH_GONE:
-			e->state.in_pass = false;
-			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-			break;
-	}
-	if (result.outcome != TTL_BATCH_NO_INDEX)
-		e->warned_no_index = false;
+	if (result.outcome != TTL_BATCH_MORE)
+		ttl_worker_pass_done(e, &result, relname, now);
 }
 
 /*
- * ttl_table_writes
+ * ttl_table_stat_writes
  *		Inserts plus updates the cumulative statistics have counted for a
- *		table, or -1 when they have no entry for it.  Read with stats_fetch_consistency = none (set at worker
- *		start), so the value is current and nothing is cached.
+ *		table, or -1 when they have no entry for it.  Read with
+ *		stats_fetch_consistency = none (set at worker start), so the value
+ *		is current and nothing is cached.
  */
 static int64
-ttl_table_writes(Oid relid)
+ttl_table_stat_writes(Oid relid)
 {
 	PgStat_StatTabEntry *tab = pgstat_fetch_stat_tabentry(relid);
 	int64		writes;
@@ -401,22 +508,55 @@ ttl_table_writes(Oid relid)
 }
 
 /*
+ * ttl_worker_watch
+ *		Remember, for the idle check, the write counters the pass read as it
+ *		began: the policy's own table's and its targets'.
+ */
+static void
+ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass)
+{
+	ListCell   *lc;
+
+	e->nwatched = 0;
+	e->writes_known = pass->listed &&
+		list_length(pass->targets) < TTL_WATCHED_MAX;
+	if (!e->writes_known)
+		return;
+	e->watched[e->nwatched] = e->policy.relid;
+	e->watched_counts[e->nwatched++] = pass->writes_at_start;
+	foreach(lc, pass->targets)
+	{
+		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+
+		if (t->relid == e->policy.relid)
+			continue;
+		e->watched[e->nwatched] = t->relid;
+		e->watched_counts[e->nwatched++] = t->writes_at_start;
+	}
+}
+
+/*
+ * ttl_worker_written
+ *		Whether any table of the policy may have been written since its last
+ *		pass began.
+ */
+static bool
+ttl_worker_written(TtlSchedEntry *e)
+{
+	if (!e->writes_known)
+		return true;
+	for (int i = 0; i < e->nwatched; i++)
+	{
+		if (ttl_writes_count(MyDatabaseId, e->watched[i]) != e->watched_counts[i])
+			return true;
+	}
+	return ttl_table_stat_writes(e->policy.relid) != e->stat_writes;
+}
+
+/*
  * ttl_worker_admit
- *		Start a pass for every enabled policy that is due.
- *
- * A policy is due at its next expiry, and at the latest ttl_index.max_sleep
- * after its last pass, because rows can be inserted already expired (or
- * expiring before the next known expiry).  That second kind of check is
- * skipped when the table has had no insert or update since the last pass
- * began: then nothing can have appeared.  With a thousand idle policies
- * the worker reads a thousand counters a second instead of running a
- * thousand transactions.  The counters reach shared memory when the
- * writing session flushes them (within about a second, at most
- * PGSTAT_IDLE_INTERVAL, 10 s, for a session that went idle right away);
- * rows expiring at the known next expiry never wait for that.  Writers whose
- * counters do not move (track_counts off in their session, a process that
- * flushes only at exit) are caught by a full pass at least every
- * TTL_IDLE_PASS_EVERY_MS.
+ *		Start a pass for every enabled policy that is due (see the top of
+ *		the file for when the max_sleep look is skipped).
  */
 static void
 ttl_worker_admit(TimestampTz now)
@@ -426,31 +566,49 @@ ttl_worker_admit(TimestampTz now)
 	foreach(lc, Schedule)
 	{
 		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
-		int64		writes;
 
-		if (e->state.in_pass || !e->policy.enabled ||
+		if (e->pass != NULL || !e->policy.enabled ||
 			now < e->next_check || now < e->retry_after)
 			continue;
 
-		writes = ttl_table_writes(e->policy.relid);
-		if (e->caught_up && e->writes_known && writes >= 0 &&
-			!e->state.next_expiry_unknown &&
-			writes == e->writes_seen &&
-			(e->state.next_expiry == 0 || e->state.next_expiry > now) &&
-			!TimestampDifferenceExceeds(e->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS))
+		if (e->caught_up && !e->next_expiry_unknown &&
+			(e->next_expiry == 0 || e->next_expiry > now) &&
+			!TimestampDifferenceExceeds(e->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS) &&
+			!ttl_worker_written(e))
 		{
 			/* only the max_sleep re-check was due, and nothing changed */
 			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-			if (e->state.next_expiry != 0 &&
-				!TIMESTAMP_NOT_FINITE(e->state.next_expiry))
-				e->next_check = Min(e->next_check, e->state.next_expiry);
+			if (e->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->next_expiry))
+				e->next_check = Min(e->next_check, e->next_expiry);
 			continue;
 		}
-		e->writes_seen = writes;
-		e->writes_known = writes >= 0;
 		e->caught_up = false;
 		e->last_pass_at = now;
-		ttl_pass_begin(&e->policy, &e->state, now);
+		e->next_expiry = 0;
+		e->next_expiry_unknown = false;
+		e->stat_writes = ttl_table_stat_writes(e->policy.relid);
+		e->pass = ttl_pass_begin(&e->policy, e->last_pass, e->held, now,
+								 e->row_limit, e->cxt);
+		e->last_pass = NULL;
+	}
+}
+
+/*
+ * ttl_worker_leave_if_asked
+ *		Exit if DROP DATABASE (or similar) wants the worker gone, or the
+ *		launcher ends its turn.
+ */
+static void
+ttl_worker_leave_if_asked(void)
+{
+	if (ttl_slot_must_leave())
+		proc_exit(0);
+	if (ttl_slot_turn_over())
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("ttl_index worker of database \"%s\" ends its turn",
+								 get_database_name(MyDatabaseId))));
+		proc_exit(0);
 	}
 }
 
@@ -463,8 +621,7 @@ static bool
 ttl_worker_interrupted(void)
 {
 	CHECK_FOR_INTERRUPTS();
-	if (ttl_slot_blocked())
-		proc_exit(0);
+	ttl_worker_leave_if_asked();
 	return ConfigReloadPending || ttl_slot_generation() != LoadedGeneration ||
 		!ttl_enabled;
 }
@@ -482,7 +639,7 @@ ttl_worker_nap(const char *phase, long ms)
 	if (ms > 0)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 ms, PG_WAIT_EXTENSION);
+						 ms, ttl_wait_event(phase));
 		ResetLatch(MyLatch);
 	}
 	return !ttl_worker_interrupted();
@@ -497,7 +654,7 @@ ttl_worker_rate(void)
 {
 	if (ttl_rate_limit <= 0)
 		return 0;
-	return (double) ttl_rate_limit / Max(ttl_slot_running_count(), 1);
+	return (double) ttl_rate_limit / Max(ttl_shmem_running_count(), 1);
 }
 
 /*
@@ -617,7 +774,7 @@ ttl_worker_run(void)
 		{
 			TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
 
-			if (!e->state.in_pass)
+			if (e->pass == NULL)
 				continue;
 			any = true;
 			if (e->rate_ready_at != 0 && e->rate_ready_at > GetCurrentTimestamp())
@@ -684,19 +841,29 @@ ttl_worker_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
-	/* pinned settings, as autovacuum does */
+	/*
+	 * Pinned settings, as autovacuum does: whatever ALTER DATABASE or ALTER
+	 * ROLE says, the worker's own work runs with these.  (Batches run with
+	 * the table owner's settings, and pin again what they rely on: see
+	 * owner.c.)
+	 */
 	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_deferrable", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("row_security", "on", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "ttl_index worker", PGC_SUSET, PGC_S_OVERRIDE);
 	/* live table counters for ttl_worker_admit, never a cached snapshot */
 	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
 	ttl_yield_start();
+	ttl_targets_init();
 
 	for (;;)
 	{
@@ -715,15 +882,16 @@ ttl_worker_main(Datum main_arg)
 				proc_exit(0);
 			}
 		}
-		if (ttl_slot_blocked())
-			proc_exit(0);
+		ttl_worker_leave_if_asked();
 
-		if (PolicyContext == NULL || ttl_slot_generation() != LoadedGeneration ||
+		if (!Loaded || ttl_slot_generation() != LoadedGeneration ||
 			TimestampDifferenceExceeds(LoadedAt, GetCurrentTimestamp(), TTL_RELOAD_EVERY_MS))
 			ttl_worker_reload();
 
 		if (ttl_enabled)
 			sleep_ms = ttl_worker_run();
+		else
+			ttl_slot_set_phase("disabled");
 
 		if (sleep_ms > 0)
 		{
@@ -732,66 +900,10 @@ ttl_worker_main(Datum main_arg)
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 Min(sleep_ms, (long) ttl_max_sleep),
-							 PG_WAIT_EXTENSION);
+							 ttl_wait_event(ttl_enabled ? "sleeping" : "disabled"));
 			ResetLatch(MyLatch);
 			/* the application may have started writing meanwhile */
 			ttl_yield_restart();
 		}
 	}
-}
-
-/*
- * ttl_run_all_in_transaction
- *		ttl_runner(): one full pass over every enabled policy whose table the
- *		caller owns (or can act as the owner of), inside the caller's
- *		transaction.  Errors propagate to the caller, with the table named
- *		in their context.  Unlike the workers, it does not look at
- *		ttl_index.enabled: calling it is an explicit request.
- */
-int64
-ttl_run_all_in_transaction(void)
-{
-	List	   *policies;
-	ListCell   *lc;
-	TimestampTz now = GetCurrentTimestamp();
-	int64		total = 0;
-
-	SPI_connect();
-	policies = ttl_load_policies(CurrentMemoryContext);
-
-	foreach(lc, policies)
-	{
-		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		TtlPurgeState state;
-		TtlBatchResult result;
-		HeapTuple	tup;
-		Oid			owner;
-
-		if (!p->enabled)
-			continue;
-		tup = SearchSysCache1(RELOID, ObjectIdGetDatum(p->relid));
-		if (!HeapTupleIsValid(tup))
-			continue;
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-		ReleaseSysCache(tup);
-		if (!has_privs_of_role(GetUserId(), owner))
-			continue;
-
-		memset(&state, 0, sizeof(state));
-		ttl_pass_begin(p, &state, now);
-		do
-		{
-			ttl_purge_batch(p, &state, &result);
-			if (result.outcome == TTL_BATCH_NO_INDEX)
-				ttl_purge_no_index_error(p, ERROR);
-			ttl_stats_count_batch(MyDatabaseId, p, &result);
-			total += result.deleted;
-			CommandCounterIncrement();
-		} while (result.outcome == TTL_BATCH_MORE);
-		if (result.outcome == TTL_BATCH_DONE)
-			ttl_stats_count_pass(MyDatabaseId, p);
-	}
-
-	SPI_finish();
-	return total;
 }

@@ -58,7 +58,7 @@
  * the server.
  *
  * Everything here is process-local except the XID count, a shared atomic
- * counter (launcher.c) that needs no lock.
+ * counter (shmem.c) that needs no lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -117,7 +117,7 @@ ttl_yield_subxact(SubXactEvent event, SubTransactionId mySubid,
 	if ((event == SUBXACT_EVENT_COMMIT_SUB || event == SUBXACT_EVENT_ABORT_SUB) &&
 		TransactionIdIsValid(GetCurrentTransactionIdIfAny()))
 	{
-		ttl_shared_count_worker_xid();
+		ttl_shmem_count_worker_xid();
 		Wrote = true;
 	}
 }
@@ -188,7 +188,7 @@ ttl_yield_own_xid(void)
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
 	{
 		(void) GetTopTransactionId();
-		ttl_shared_count_worker_xid();
+		ttl_shmem_count_worker_xid();
 	}
 	Wrote = true;
 }
@@ -216,7 +216,7 @@ ttl_yield_restart(void)
 {
 	ttl_yield_window(GetCurrentTimestamp(),
 					 U64FromFullTransactionId(ReadNextFullTransactionId()),
-					 ttl_shared_worker_xids());
+					 ttl_shmem_worker_xids());
 	Looking = true;
 }
 
@@ -243,7 +243,7 @@ ttl_yield_busy(void)
 
 	now = GetCurrentTimestamp();
 	next = U64FromFullTransactionId(ReadNextFullTransactionId());
-	own = ttl_shared_worker_xids();
+	own = ttl_shmem_worker_xids();
 	others = (int64) (next - WindowNextXid) - (int64) (own - WindowOwnXids);
 	ms = TimestampDifferenceMilliseconds(WindowStart, now);
 

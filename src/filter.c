@@ -1,0 +1,178 @@
+/*-------------------------------------------------------------------------
+ *
+ * filter.c
+ *	  A policy's filter: a boolean SQL expression over the table's columns
+ *	  that selects the rows which may expire.
+ *
+ * It is parsed and checked against the table (no subqueries, aggregates,
+ * window or set-returning functions, or volatile functions), then stored as
+ * the text PostgreSQL deparses from it: no comment or trailing text of the
+ * caller's survives, and every name outside pg_catalog comes out
+ * schema-qualified.  Deparsing and every later parse run in the pinned
+ * parse environment (owner.c: search_path = pg_catalog, pg_temp, ISO dates,
+ * ...), so the stored text means the same thing whoever's session reads it,
+ * and a caller's search_path can never slip its own operator in.
+ *
+ * Parsing runs no user code (it resolves names and types; constants are
+ * read by the types' input functions); nothing here folds or evaluates the
+ * expression.  Evaluation happens in purge.c and probe.c, as the owner.
+ *
+ * Locking: the caller holds a lock on the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "ttl_index.h"
+
+/* "SELECT ", which ttl_filter_raw puts before the filter to parse it */
+#define TTL_FILTER_PREFIX_LEN	7
+
+/*
+ * ttl_filter_error_callback
+ *		Point a parse error at the filter's own text, not at the statement
+ *		that passed it (as SQL function bodies do).
+ */
+static void
+ttl_filter_error_callback(void *arg)
+{
+	const char *filter = (const char *) arg;
+	int			pos = geterrposition();
+
+	if (pos > TTL_FILTER_PREFIX_LEN)
+	{
+		errposition(0);
+		internalerrposition(pos - TTL_FILTER_PREFIX_LEN);
+		internalerrquery(filter);
+	}
+	errcontext("TTL policy filter \"%s\"", filter);
+}
+
+/*
+ * ttl_filter_raw
+ *		Parse a filter's text as one SQL expression, and nothing more: it is
+ *		parsed as "SELECT <filter>", and anything but a single unnamed
+ *		target (a FROM clause, a second statement, ...) is refused.
+ */
+static Node *
+ttl_filter_raw(const char *filter)
+{
+	List	   *stmts;
+	RawStmt    *raw;
+	SelectStmt *sel;
+	ResTarget  *rt;
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = ttl_filter_error_callback;
+	errcallback.arg = (void *) filter;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	stmts = raw_parser(psprintf("SELECT %s", filter), RAW_PARSE_DEFAULT);
+	error_context_stack = errcallback.previous;
+	if (list_length(stmts) != 1)
+		goto bad;
+	raw = linitial_node(RawStmt, stmts);
+	if (!IsA(raw->stmt, SelectStmt))
+		goto bad;
+	sel = (SelectStmt *) raw->stmt;
+	if (sel->op != SETOP_NONE || sel->distinctClause || sel->intoClause ||
+		sel->fromClause || sel->whereClause || sel->groupClause ||
+		sel->havingClause || sel->windowClause || sel->valuesLists ||
+		sel->sortClause || sel->limitOffset || sel->limitCount ||
+		sel->lockingClause || sel->withClause ||
+		list_length(sel->targetList) != 1)
+		goto bad;
+	rt = linitial_node(ResTarget, sel->targetList);
+	if (rt->name != NULL || rt->indirection != NIL)
+		goto bad;
+	return rt->val;
+
+bad:
+	ereport(ERROR,
+			(errcode(ERRCODE_SYNTAX_ERROR),
+			 errmsg("filter must be a single boolean expression over the table's columns"),
+			 errdetail("Filter: %s", filter)));
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * ttl_filter_parse
+ *		Parse and check a filter against rel.  A stored filter (`stored`) is
+ *		parsed in the parse environment; the text a caller of
+ *		ttl_create_index() wrote, in the caller's own (its names are
+ *		resolved on the caller's search_path, then stored qualified).
+ *		Returns the transformed boolean expression, its Vars numbered 1.
+ */
+Node *
+ttl_filter_parse(Relation rel, const char *filter, bool stored)
+{
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	Node	   *expr;
+	int			nestlevel;
+
+	if (filter[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter must not be empty"),
+				 errhint("Pass NULL for no filter.")));
+
+	nestlevel = stored ? ttl_parse_env_enter() : NewGUCNestLevel();
+
+	pstate = make_parsestate(NULL);
+	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
+										   NULL, false, false);
+	addNSItemToQuery(pstate, nsitem, false, true, true);
+
+	expr = transformExpr(pstate, ttl_filter_raw(filter), EXPR_KIND_WHERE);
+	expr = coerce_to_boolean(pstate, expr, "filter");
+	assign_expr_collations(pstate, expr);
+
+	if (pstate->p_hasSubLinks)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("filter must not contain subqueries")));
+	if (pstate->p_hasAggs || pstate->p_hasWindowFuncs || pstate->p_hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("filter must not contain aggregates, window functions or set-returning functions")));
+	if (contain_volatile_functions(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("filter must not use volatile functions"),
+				 errdetail("A row's filter result must not change between the scan that finds it and the statement that deletes it.")));
+
+	free_parsestate(pstate);
+	ttl_parse_env_leave(nestlevel);
+	return expr;
+}
+
+/*
+ * ttl_filter_deparse
+ *		The text a filter is stored as (see the top of the file).
+ */
+char *
+ttl_filter_deparse(Relation rel, Node *expr)
+{
+	int			nestlevel = ttl_parse_env_enter();
+	char	   *result;
+
+	result = deparse_expression(expr,
+								deparse_context_for(RelationGetRelationName(rel),
+													RelationGetRelid(rel)),
+								false, false);
+	ttl_parse_env_leave(nestlevel);
+	return result;
+}

@@ -1,0 +1,225 @@
+/*-------------------------------------------------------------------------
+ *
+ * held.c
+ *	  Rows that cannot be deleted: telling a failure of some rows from a
+ *	  failure of the whole policy, and remembering the rows held back.
+ *
+ * A batch can fail because of some of its rows: a row a foreign key still
+ * references (when the NOT EXISTS pre-check of statement.c could not see
+ * the reference), a trigger that raises for one row (a legal hold), an
+ * archive table whose CHECK constraint rejects one row, a filter that
+ * divides by zero on one row.  Such a failure must not stop the others
+ * forever, since the next batch would start at the same row.  The callers
+ * (worker.c, runner.c) retry the batch's rows in halves, down to single
+ * rows; a single row that still fails is held: left in place, skipped by
+ * the scans, and tried again after a backoff that doubles from
+ * ttl_index.error_delay up to TTL_HELD_MAX_BACKOFF_S.  A row is known by
+ * its table, TID and xmin, so a new row that reuses the TID after a VACUUM
+ * is not mistaken for it.
+ *
+ * Errors that are not tied to rows (the table dropped, a permission the
+ * owner lacks on a table a trigger uses, out of disk, a query cancel) fail
+ * the policy as a whole, as before: retrying rows one by one cannot help.
+ * Every SQLSTATE class that PostgreSQL itself uses for such conditions is
+ * listed below; everything else, including the codes users raise from
+ * triggers, is taken to be about the rows.
+ *
+ * Held rows are logged once per policy and SQLSTATE, not once per batch,
+ * and counted in ttl_index_stats (rows_held, last_error).  At most
+ * TTL_HELD_MAX rows are held per policy: past that, the failure is treated
+ * as the policy's.
+ *
+ * Memory: a held set lives in the memory context it was created in (the
+ * worker's policy context); nothing here is shared.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "ttl_index.h"
+
+#define TTL_HELD_MAX			1000
+#define TTL_HELD_MAX_BACKOFF_S	600
+#define TTL_HELD_MAX_CODES		16
+
+typedef struct TtlHeldKey
+{
+	Oid			relid;
+	ItemPointerData tid;
+} TtlHeldKey;
+
+typedef struct TtlHeldRow
+{
+	TtlHeldKey	key;
+	TransactionId xmin;
+	TimestampTz retry_at;
+	int			attempts;
+} TtlHeldRow;
+
+struct TtlHeld
+{
+	HTAB	   *rows;
+	int			count;
+	int			reported[TTL_HELD_MAX_CODES];
+	int			nreported;
+};
+
+/*
+ * ttl_error_row_related
+ *		Whether an error may be caused by some rows of a batch, rather than
+ *		by the table, the server or the session (see the top of the file).
+ */
+bool
+ttl_error_row_related(int sqlerrcode)
+{
+	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
+	{
+		case ERRCODE_CONNECTION_EXCEPTION:	/* 08 */
+		case ERRCODE_FEATURE_NOT_SUPPORTED: /* 0A */
+		case ERRCODE_INVALID_TRANSACTION_STATE: /* 25 */
+		case ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION:	/* 28 */
+		case ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION: /* 42 */
+		case ERRCODE_INSUFFICIENT_RESOURCES:	/* 53 */
+		case ERRCODE_PROGRAM_LIMIT_EXCEEDED:	/* 54 */
+		case ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE:	/* 55 */
+		case ERRCODE_OPERATOR_INTERVENTION: /* 57 */
+		case ERRCODE_SYSTEM_ERROR:	/* 58 */
+		case ERRCODE_CONFIG_FILE_ERROR: /* F0 */
+		case ERRCODE_FDW_ERROR: /* HV */
+		case ERRCODE_INTERNAL_ERROR:	/* XX */
+			return false;
+		default:
+			return true;
+	}
+}
+
+/*
+ * ttl_error_is_cancel
+ *		Whether an error is a query cancel or a shutdown request, which must
+ *		reach the caller whatever catches it.
+ */
+bool
+ttl_error_is_cancel(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION;
+}
+
+/*
+ * ttl_held_create
+ *		An empty held set in cxt.
+ */
+TtlHeld *
+ttl_held_create(MemoryContext cxt)
+{
+	TtlHeld    *held = MemoryContextAllocZero(cxt, sizeof(TtlHeld));
+	HASHCTL		info;
+
+	memset(&info, 0, sizeof(info));
+	info.keysize = sizeof(TtlHeldKey);
+	info.entrysize = sizeof(TtlHeldRow);
+	info.hcxt = cxt;
+	held->rows = hash_create("ttl_index held rows", 64, &info,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return held;
+}
+
+static void
+ttl_held_key(TtlHeldKey *key, Oid relid, ItemPointer tid)
+{
+	memset(key, 0, sizeof(TtlHeldKey));
+	key->relid = relid;
+	ItemPointerCopy(tid, &key->tid);
+}
+
+/*
+ * ttl_held_skip
+ *		Whether the scan should skip this row version: it is held and its
+ *		backoff has not run out.  A held entry whose TID now holds another
+ *		row is forgotten.
+ */
+bool
+ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
+			  TimestampTz now)
+{
+	TtlHeldKey	key;
+	TtlHeldRow *row;
+
+	if (held == NULL || held->count == 0)
+		return false;
+	ttl_held_key(&key, relid, tid);
+	row = hash_search(held->rows, &key, HASH_FIND, NULL);
+	if (row == NULL)
+		return false;
+	if (row->xmin != xmin)
+	{
+		hash_search(held->rows, &key, HASH_REMOVE, NULL);
+		held->count--;
+		return false;
+	}
+	return now < row->retry_at;
+}
+
+/*
+ * ttl_held_add
+ *		Hold a row that failed on its own, or hold it again with a doubled
+ *		backoff.  Returns false when the set is full: the caller treats the
+ *		failure as the policy's.
+ */
+bool
+ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
+			 TimestampTz now)
+{
+	TtlHeldKey	key;
+	TtlHeldRow *row;
+	bool		found;
+	int64		backoff_s;
+
+	ttl_held_key(&key, relid, tid);
+	row = hash_search(held->rows, &key, HASH_FIND, NULL);
+	if (row == NULL && held->count >= TTL_HELD_MAX)
+		return false;
+	row = hash_search(held->rows, &key, HASH_ENTER, &found);
+	if (!found || row->xmin != xmin)
+	{
+		if (!found)
+			held->count++;
+		row->xmin = xmin;
+		row->attempts = 0;
+	}
+	row->attempts++;
+	backoff_s = (int64) ttl_error_delay << Min(row->attempts - 1, 16);
+	row->retry_at = TimestampTzPlusMilliseconds(now,
+												Min(backoff_s, TTL_HELD_MAX_BACKOFF_S) * 1000);
+	return true;
+}
+
+/*
+ * ttl_held_count
+ *		How many rows are held.
+ */
+int
+ttl_held_count(TtlHeld *held)
+{
+	return held ? held->count : 0;
+}
+
+/*
+ * ttl_held_first_report
+ *		Whether this is the first time the policy holds rows for this
+ *		SQLSTATE: only then is it logged.
+ */
+bool
+ttl_held_first_report(TtlHeld *held, int sqlerrcode)
+{
+	for (int i = 0; i < held->nreported; i++)
+	{
+		if (held->reported[i] == sqlerrcode)
+			return false;
+	}
+	if (held->nreported < TTL_HELD_MAX_CODES)
+		held->reported[held->nreported++] = sqlerrcode;
+	return true;
+}

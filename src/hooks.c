@@ -1,0 +1,376 @@
+/*-------------------------------------------------------------------------
+ *
+ * hooks.c
+ *	  What ttl_index does inside other sessions' statements and
+ *	  transactions: the utility hook, the executor-end hook, and the
+ *	  transaction callbacks.
+ *
+ *	- Commit wake-ups: a change to the policy catalog (or CREATE EXTENSION,
+ *	  DROP EXTENSION, COMMIT PREPARED) asks, at commit and only then, for
+ *	  the database's worker to re-read its policies and for the launcher to
+ *	  look at the database (shmem.c).  A worker woken before the change is
+ *	  visible would read the old policies and sleep again.  A transaction
+ *	  that is prepared wakes no one: its COMMIT PREPARED does.
+ *	- Writes: the tables a transaction inserts into or updates, noted at
+ *	  the executor's end and after COPY FROM, reach writes.c's counters at
+ *	  commit.
+ *	- Counts of ttl_runner()'s work reach shared memory at commit, and go
+ *	  with a rolled-back subtransaction (stats.c).
+ *	- Out of the way: DROP DATABASE, ALTER DATABASE ... RENAME / SET
+ *	  TABLESPACE and CREATE DATABASE ... TEMPLATE fail while another session
+ *	  is connected to the database; the worker must not be that session.
+ *	  The hook keeps the database's worker out (and waits a little for a
+ *	  running one to leave) until the statement is done.
+ *	- DROP EXTENSION ttl_index drops the indexes ttl_create_index made, as
+ *	  ttl_drop_index would (in the same transaction: a failed DROP
+ *	  EXTENSION keeps them).
+ *
+ * The utility and executor hooks are installed only when the library is
+ * preloaded (every backend has them then); the transaction callbacks in
+ * every backend that loads the library.
+ *
+ * Locking: none here; shmem.c takes its own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/latch.h"
+#include "tcop/utility.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "ttl_index.h"
+
+/* how long DROP DATABASE and friends keep the worker out, at most */
+#define TTL_EVICT_BLOCK_MS		60000
+/* how long they wait for the worker to leave */
+#define TTL_EVICT_WAIT_MS		5000
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+/* wake this database's worker and the launcher at commit */
+static bool WakePending = false;
+
+/*
+ * ttl_wake_at_commit
+ *		Ask for this database's worker to re-read its policies, and for the
+ *		launcher to start one if none runs, once the current transaction
+ *		commits.
+ */
+void
+ttl_wake_at_commit(void)
+{
+	WakePending = true;
+}
+
+/*
+ * ttl_xact_callback
+ *		Deliver what waited for the transaction's end.
+ */
+static void
+ttl_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			ttl_writes_at_xact_end(true);
+			ttl_stats_at_xact_end(true);
+			if (WakePending)
+				ttl_shmem_wake_database(MyDatabaseId);
+			WakePending = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			ttl_writes_at_xact_end(false);
+			ttl_stats_at_xact_end(false);
+			WakePending = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * ttl_subxact_callback
+ *		A subtransaction ends.
+ */
+static void
+ttl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+		ttl_stats_at_subxact_end(true);
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		ttl_stats_at_subxact_end(false);
+}
+
+/*
+ * ttl_executor_end
+ *		Note the tables a statement inserted into or updated (a plain DELETE
+ *		adds no row: not noted), with the root of routed partitions.
+ */
+static void
+ttl_executor_end(QueryDesc *queryDesc)
+{
+	EState	   *estate = queryDesc->estate;
+
+	/* a SELECT has result relations only for a data-modifying WITH */
+	if (estate != NULL && queryDesc->operation != CMD_DELETE)
+	{
+		ListCell   *lc;
+
+		foreach(lc, estate->es_opened_result_relations)
+		{
+			ResultRelInfo *rri = (ResultRelInfo *) lfirst(lc);
+
+			ttl_writes_note(RelationGetRelid(rri->ri_RelationDesc));
+		}
+		foreach(lc, estate->es_tuple_routing_result_relations)
+		{
+			ResultRelInfo *rri = (ResultRelInfo *) lfirst(lc);
+
+			ttl_writes_note(RelationGetRelid(rri->ri_RelationDesc));
+			if (rri->ri_RootResultRelInfo)
+				ttl_writes_note(RelationGetRelid(rri->ri_RootResultRelInfo->ri_RelationDesc));
+		}
+	}
+
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+}
+
+/*
+ * ttl_database_evict
+ *		Keep the worker of a database out until ttl_database_release(), and
+ *		wait (briefly) for a running one to exit.
+ */
+static void
+ttl_database_evict(Oid dboid)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	pid_t		pid;
+
+	pid = ttl_shmem_block_database(dboid,
+								   TimestampTzPlusMilliseconds(start, TTL_EVICT_BLOCK_MS));
+	if (pid != 0)
+		kill(pid, SIGTERM);
+
+	while (ttl_shmem_database_pid(dboid) != 0 &&
+		   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), TTL_EVICT_WAIT_MS))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * ttl_utility_target_database
+ *		The database a utility statement needs free of other sessions, or
+ *		InvalidOid.
+ */
+static Oid
+ttl_utility_target_database(Node *parsetree)
+{
+	const char *dbname = NULL;
+	ListCell   *lc;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_DropdbStmt:
+			dbname = ((DropdbStmt *) parsetree)->dbname;
+			break;
+		case T_CreatedbStmt:
+			dbname = "template1";
+			foreach(lc, ((CreatedbStmt *) parsetree)->options)
+			{
+				DefElem    *opt = (DefElem *) lfirst(lc);
+
+				if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
+					dbname = defGetString(opt);
+			}
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+				dbname = ((RenameStmt *) parsetree)->subname;
+			break;
+		case T_AlterDatabaseStmt:
+			foreach(lc, ((AlterDatabaseStmt *) parsetree)->options)
+			{
+				DefElem    *opt = (DefElem *) lfirst(lc);
+
+				if (strcmp(opt->defname, "tablespace") == 0)
+					dbname = ((AlterDatabaseStmt *) parsetree)->dbname;
+			}
+			break;
+		default:
+			break;
+	}
+
+	if (dbname == NULL)
+		return InvalidOid;
+	return get_database_oid(dbname, true);
+}
+
+/*
+ * ttl_drop_created_indexes
+ *		DROP EXTENSION ttl_index in this database: drop the indexes
+ *		ttl_create_index made, as ttl_drop_index would.
+ */
+static void
+ttl_drop_created_indexes(void)
+{
+	List	   *policies;
+	ListCell   *lc;
+
+	if (!OidIsValid(ttl_catalog_namespace(true)))
+		return;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	policies = ttl_load_policies(CurrentMemoryContext);
+	PopActiveSnapshot();
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		Oid			indexoid = ttl_created_index(p->relid, p->attnum);
+
+		if (OidIsValid(indexoid))
+		{
+			ObjectAddress obj;
+
+			ObjectAddressSet(obj, RelationRelationId, indexoid);
+			performDeletion(&obj, DROP_RESTRICT, 0);
+		}
+	}
+	CommandCounterIncrement();
+}
+
+/*
+ * ttl_next_utility
+ *		Run a utility statement through the next hook, or the standard code.
+ */
+static void
+ttl_next_utility(PlannedStmt *pstmt, const char *queryString,
+				 bool readOnlyTree, ProcessUtilityContext context,
+				 ParamListInfo params, QueryEnvironment *queryEnv,
+				 DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
+ * ttl_process_utility
+ *		Utility hook (see the top of the file).
+ */
+static void
+ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	Oid			dboid = ttl_utility_target_database(parsetree);
+
+	if (IsA(parsetree, DropStmt) &&
+		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) parsetree)->objects)
+		{
+			if (strcmp(strVal(lfirst(lc)), TTL_EXTENSION_NAME) == 0)
+			{
+				/* the worker re-reads at commit, and leaves */
+				ttl_wake_at_commit();
+				ttl_drop_created_indexes();
+			}
+		}
+	}
+	else if (IsA(parsetree, TransactionStmt) &&
+			 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED)
+		ttl_wake_at_commit();
+
+	if (OidIsValid(dboid) && dboid != MyDatabaseId)
+	{
+		ttl_database_evict(dboid);
+		PG_TRY();
+		{
+			ttl_next_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+		}
+		PG_CATCH();
+		{
+			ttl_shmem_unblock_database(dboid);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+
+		/*
+		 * A dropped database stays blocked: DROP DATABASE commits after we
+		 * return, and a worker started before that would only fail to
+		 * connect.  The launcher frees the slot once the database is gone.
+		 */
+		if (!IsA(parsetree, DropdbStmt))
+			ttl_shmem_unblock_database(dboid);
+		return;
+	}
+
+	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
+					 params, queryEnv, dest, qc);
+
+	/* rows COPY FROM added */
+	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
+		((CopyStmt *) parsetree)->relation != NULL)
+		ttl_writes_note(RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
+										 NoLock, true));
+}
+
+/*
+ * ttl_hooks_install
+ *		Install the utility and executor hooks (preload time only).
+ */
+void
+ttl_hooks_install(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = ttl_process_utility;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = ttl_executor_end;
+}
+
+/*
+ * ttl_hooks_install_local
+ *		Register the transaction callbacks (every backend that loads the
+ *		library).
+ */
+void
+ttl_hooks_install_local(void)
+{
+	RegisterXactCallback(ttl_xact_callback, NULL);
+	RegisterSubXactCallback(ttl_subxact_callback, NULL);
+}

@@ -1,0 +1,284 @@
+/*-------------------------------------------------------------------------
+ *
+ * probe.c
+ *	  Index look-ups shared by the scheduler and the views: when the next
+ *	  row of a table expires, and when the oldest row of a policy expired.
+ *
+ * Both read the first entries of the target's btree from a given key (or
+ * from the start) and return the expiry of the first visible row that
+ * passes the filter.  A filter that rejects every one of the first
+ * TTL_PROBE_MAX_ROWS entries makes the look give up (TTL_PROBE_UNKNOWN)
+ * rather than read a whole index.
+ *
+ * ttl_probe_oldest, for ttl_index_stats, takes every lock without waiting
+ * (a locked table is TTL_PROBE_UNKNOWN) and releases it before returning:
+ * the view probes every policy in one transaction, and holding two locks
+ * per policy until its end would overflow the lock table with thousands of
+ * policies.  Where the policy has a filter, the filter is the owner's code:
+ * it is evaluated as the owner (owner.c), in a subtransaction, so that an
+ * error in it makes that policy's figures NULL instead of failing the view;
+ * a query cancel still cancels the view.  Without a filter no user code
+ * runs and no subtransaction is needed.
+ *
+ * Locking: as described; the caller has an active snapshot.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "ttl_index.h"
+
+/* how many index entries a look reads past rows the filter rejects */
+#define TTL_PROBE_MAX_ROWS		1000
+
+/*
+ * ttl_btree_proc
+ *		The comparison function of the index's first column for a strategy
+ *		on the key type.
+ */
+RegProcedure
+ttl_btree_proc(Relation irel, Oid typid, StrategyNumber strategy)
+{
+	Oid			opfamily = irel->rd_opfamily[0];
+	Oid			opno;
+
+	opno = get_opfamily_member(opfamily, typid, typid, strategy);
+	if (!OidIsValid(opno))
+		elog(ERROR, "missing operator %d(%u,%u) in opfamily %u",
+			 strategy, typid, typid, opfamily);
+	return get_opcode(opno);
+}
+
+/*
+ * ttl_probe_from
+ *		The expiry of the first visible row at or after `from` (or the first
+ *		at all when !have_from) that passes the filter (prepared by the
+ *		caller, NULL for none).  Returns TTL_PROBE_FOUND, TTL_PROBE_EMPTY
+ *		when there is no such row, or TTL_PROBE_UNKNOWN when the first
+ *		TTL_PROBE_MAX_ROWS entries were all rejected by the filter.
+ */
+TtlProbeResult
+ttl_probe_from(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation irel,
+			   ExprState *filter, ExprContext *econtext, bool have_from,
+			   Datum from, TimestampTz *expires_at)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	TtlProbeResult found = TTL_PROBE_UNKNOWN;
+
+	if (have_from)
+		ScanKeyInit(&key, 1, BTGreaterEqualStrategyNumber,
+					ttl_btree_proc(irel, t->keytype, BTGreaterEqualStrategyNumber),
+					from);
+	else
+		ScanKeyEntryInitialize(&key, SK_ISNULL | SK_SEARCHNOTNULL, 1,
+							   InvalidStrategy, InvalidOid, InvalidOid,
+							   InvalidOid, (Datum) 0);
+
+	slot = table_slot_create(rel, NULL);
+	scan = ttl_index_beginscan(rel, irel, GetActiveSnapshot(), 1, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &key, 1, NULL, 0);
+	for (int n = 0; n < TTL_PROBE_MAX_ROWS; n++)
+	{
+		bool		isnull;
+		Datum		k;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			found = TTL_PROBE_EMPTY;
+			break;
+		}
+		if (filter != NULL)
+		{
+			bool		fnull;
+			Datum		d;
+
+			econtext->ecxt_scantuple = slot;
+			d = ExecEvalExprSwitchContext(filter, econtext, &fnull);
+			ResetExprContext(econtext);
+			if (fnull || !DatumGetBool(d))
+				continue;
+		}
+		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		if (!isnull)
+		{
+			*expires_at = ttl_key_expiry(t->keytype, policy->unit_ns, k,
+										 policy->expire_after);
+			found = TTL_PROBE_FOUND;
+		}
+		else
+			found = TTL_PROBE_EMPTY;	/* NULL keys sort last: none after */
+		break;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+/*
+ * ttl_probe_look
+ *		Open one target without waiting, read when its oldest row expires,
+ *		and release the locks.
+ */
+static TtlProbeResult
+ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
+{
+	TtlProbeResult result = TTL_PROBE_UNKNOWN;
+	Relation	rel;
+	Relation	irel;
+	TtlOwnerSave save;
+	bool		as_owner = policy->filter != NULL;
+
+	if (!ConditionalLockRelationOid(t->relid, AccessShareLock))
+		return TTL_PROBE_UNKNOWN;
+	rel = try_relation_open(t->relid, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(t->relid, AccessShareLock);
+		return TTL_PROBE_UNKNOWN;
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+	{
+		relation_close(rel, AccessShareLock);
+		return TTL_PROBE_UNKNOWN;
+	}
+
+	if (as_owner)
+		ttl_owner_enter(ttl_table_owner(policy->relid), &save);
+	if (ttl_target_resolve(policy, t, rel) == TTL_RESOLVE_OK &&
+		ConditionalLockRelationOid(t->indexoid, AccessShareLock))
+	{
+		EState	   *estate = NULL;
+		ExprState  *filter = NULL;
+		ExprContext *econtext = NULL;
+
+		irel = index_open(t->indexoid, NoLock);
+		if (t->filter != NULL)
+		{
+			estate = CreateExecutorState();
+			filter = ExecPrepareExpr(t->filter, estate);
+			econtext = GetPerTupleExprContext(estate);
+		}
+		result = ttl_probe_from(policy, t, rel, irel, filter, econtext,
+								false, (Datum) 0, expires_at);
+		if (estate)
+			FreeExecutorState(estate);
+		index_close(irel, AccessShareLock);
+	}
+	if (as_owner)
+		ttl_owner_leave(&save);
+	relation_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * ttl_probe_table
+ *		ttl_probe_look, in a subtransaction when the policy has a filter
+ *		(see the top of the file).
+ */
+static TtlProbeResult
+ttl_probe_table(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
+{
+	volatile TtlProbeResult result = TTL_PROBE_UNKNOWN;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	if (policy->filter == NULL)
+		return ttl_probe_look(policy, t, expires_at);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		result = ttl_probe_look(policy, t, expires_at);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* a cancel or a shutdown is not the filter's failure */
+		if (ttl_error_is_cancel(edata->sqlerrcode))
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		result = TTL_PROBE_UNKNOWN;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return result;
+}
+
+/*
+ * ttl_probe_oldest
+ *		When the oldest row of a policy expires (or expired): the earliest
+ *		over its targets.  TTL_PROBE_UNKNOWN when any target could not be
+ *		looked at (locked, no index, a filter that fails or rejects the
+ *		first rows): an unknown is never reported as an empty backlog.
+ */
+TtlProbeResult
+ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
+{
+	TtlProbeResult result = TTL_PROBE_EMPTY;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "ttl_index probe",
+											  ALLOCSET_SMALL_SIZES);
+	List	   *targets = ttl_targets_list(policy, cxt);
+	ListCell   *lc;
+
+	/* gone, unless a partitioned table without partitions */
+	if (targets == NIL && get_rel_relkind(policy->relid) != RELKIND_PARTITIONED_TABLE)
+		result = TTL_PROBE_UNKNOWN;
+	foreach(lc, targets)
+	{
+		TimestampTz at;
+
+		switch (ttl_probe_table(policy, (TtlTarget *) lfirst(lc), &at))
+		{
+			case TTL_PROBE_FOUND:
+				if (result != TTL_PROBE_FOUND || at < *expires_at)
+					*expires_at = at;
+				result = TTL_PROBE_FOUND;
+				break;
+			case TTL_PROBE_EMPTY:
+				break;
+			case TTL_PROBE_UNKNOWN:
+				result = TTL_PROBE_UNKNOWN;
+				break;
+		}
+		if (result == TTL_PROBE_UNKNOWN)
+			break;
+	}
+	MemoryContextDelete(cxt);
+	return result;
+}

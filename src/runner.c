@@ -1,0 +1,269 @@
+/*-------------------------------------------------------------------------
+ *
+ * runner.c
+ *	  ttl_runner(): one full pass over every enabled policy of the current
+ *	  database whose table the caller owns (superusers: all), now, in the
+ *	  caller's transaction, with the same engine as the worker.
+ *
+ * It deletes what the worker would: the cutoff, the rows and the figures do
+ * not depend on the calling session (its TimeZone, search_path, DateStyle,
+ * role settings: see owner.c and expiry.c), and user code runs as each
+ * table's owner.
+ *
+ * Each policy runs in a subtransaction of the caller's: a policy that fails
+ * is rolled back alone, reported as a WARNING (with its SQLSTATE, and the
+ * table in the context) and counted in ttl_index_stats, and the others go
+ * on; ttl_runner() itself does not fail for it.  A failure that may be some
+ * rows' (held.c) makes the policy run again with a subtransaction per
+ * batch, so that the rows responsible are found (in halves, down to single
+ * rows), left in place, and the others deleted.  A query cancel, a
+ * statement timeout or a shutdown request always ends the call.
+ *
+ * Its counts reach ttl_index_stats only if the caller's transaction commits
+ * (stats.c); errors are counted at once.  The batches are bounded, but their
+ * locks and snapshot last until the caller commits: for bounded
+ * transactions leave the work to the worker.
+ *
+ * Memory: each batch's allocations go in a context reset after it; the
+ * pass lives in a context of its own, deleted with the policy.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "ttl_index.h"
+
+PG_FUNCTION_INFO_V1(ttl_runner);
+
+/*
+ * ttl_runner_report
+ *		A policy failed: warn (once per policy and SQLSTATE for held rows)
+ *		and count it.
+ */
+static void
+ttl_runner_report(TtlPolicy *p, ErrorData *edata, bool held_one, TtlHeld *held)
+{
+	char	   *relname = ttl_qualified_relname(p->relid);
+
+	/* a lock not free at once is no failure, for the worker as for us */
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		ttl_stats_count_locked(MyDatabaseId, p);
+		ereport(NOTICE,
+				(errmsg("ttl_index: table %s or some of its expired rows are locked by another transaction; they are left for a later pass",
+						relname ? relname : "?")));
+		return;
+	}
+	ttl_stats_count_error(MyDatabaseId, p, edata->sqlerrcode, edata->message);
+	if (held_one && !ttl_held_first_report(held, edata->sqlerrcode))
+		return;
+	ereport(WARNING,
+			(errcode(edata->sqlerrcode),
+			 held_one ?
+			 errmsg("ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s): %s",
+					relname ? relname : "?", unpack_sql_state(edata->sqlerrcode),
+					edata->message) :
+			 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
+					relname ? relname : "?", unpack_sql_state(edata->sqlerrcode),
+					edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			 edata->hint ? errhint("%s", edata->hint) : 0,
+			 edata->context ? errcontext("%s", edata->context) : 0));
+}
+
+/*
+ * ttl_runner_pass
+ *		One pass over a policy.  With careful, each batch runs in a
+ *		subtransaction of its own and a failure of some rows is isolated;
+ *		else the batches run in the caller's (sub)transaction and every
+ *		error propagates.  Returns rows deleted; *failed is set (with the
+ *		error, the caller's to free) when the policy failed.
+ */
+static int64
+ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
+				ErrorData **failed, bool *row_failure, TtlHeld *held,
+				MemoryContext cxt)
+{
+	MemoryContext batchcxt = AllocSetContextCreate(cxt, "ttl_index runner batch",
+												   ALLOCSET_DEFAULT_SIZES);
+	TtlPass    *pass = ttl_pass_begin(p, NULL, held, now, 0, cxt);
+	TtlBatchResult result;
+	int64		total = 0;
+
+	*failed = NULL;
+	*row_failure = false;
+	for (;;)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batchcxt);
+
+		if (!careful)
+		{
+			ttl_purge_batch(p, pass, &result);
+		}
+		else
+		{
+			ResourceOwner owner = CurrentResourceOwner;
+
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(batchcxt);
+			PG_TRY();
+			{
+				ttl_purge_batch(p, pass, &result);
+				ReleaseCurrentSubTransaction();
+			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+				bool		held_one;
+
+				MemoryContextSwitchTo(cxt);
+				edata = CopyErrorData();
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(batchcxt);
+				CurrentResourceOwner = owner;
+				if (ttl_error_is_cancel(edata->sqlerrcode))
+					ReThrowError(edata);
+				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one))
+				{
+					*failed = edata;
+					MemoryContextSwitchTo(old);
+					break;
+				}
+				if (held_one)
+					ttl_runner_report(p, edata, true, held);
+				FreeErrorData(edata);
+				result.outcome = TTL_BATCH_MORE;
+				result.deleted = 0;
+			}
+			PG_END_TRY();
+			CurrentResourceOwner = owner;
+		}
+		MemoryContextSwitchTo(old);
+		/* a state, not a failed batch: said, not counted (as the worker) */
+		if (result.outcome == TTL_BATCH_NO_INDEX)
+			ttl_purge_no_index_error(p, WARNING);
+		ttl_stats_count_batch(MyDatabaseId, p, &result);
+		total += result.deleted;
+		CommandCounterIncrement();
+		MemoryContextReset(batchcxt);
+		if (result.outcome != TTL_BATCH_MORE || *failed)
+			break;
+	}
+	if (*failed == NULL && result.outcome == TTL_BATCH_DONE)
+		ttl_stats_count_pass(MyDatabaseId, p, pass->pass_left + ttl_held_count(held));
+	ttl_pass_end(pass);
+	MemoryContextDelete(batchcxt);
+	return total;
+}
+
+/*
+ * ttl_runner_policy
+ *		One policy in a subtransaction (see the top of the file).  Returns
+ *		the rows it deleted, 0 if it failed.
+ */
+static int64
+ttl_runner_policy(TtlPolicy *p, TimestampTz now)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext policycxt = AllocSetContextCreate(cxt, "ttl_index runner policy",
+													ALLOCSET_DEFAULT_SIZES);
+	ResourceOwner owner = CurrentResourceOwner;
+	TtlHeld    *held = ttl_held_create(policycxt);
+	volatile int64 total = 0;
+	volatile bool careful = false;
+	ErrorData  *failed = NULL;
+	bool		row_failure = false;
+
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		ErrorData  *edata = NULL;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(policycxt);
+		PG_TRY();
+		{
+			total = ttl_runner_pass(p, now, careful, &failed, &row_failure,
+									held, policycxt);
+			/* a careful pass keeps what it did before a failure */
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(policycxt);
+			if (failed == NULL)
+				edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+
+		if (failed != NULL)
+		{
+			/* the careful pass found a failure that is not some rows' */
+			ttl_runner_report(p, failed, false, held);
+			break;
+		}
+		if (edata == NULL)
+			break;
+		total = 0;
+		if (ttl_error_is_cancel(edata->sqlerrcode))
+			ReThrowError(edata);
+		if (careful || !ttl_error_row_related(edata->sqlerrcode))
+		{
+			ttl_runner_report(p, edata, false, held);
+			break;
+		}
+		/* some rows failed: again, batch by batch, isolating them */
+		careful = true;
+	}
+	MemoryContextDelete(policycxt);
+	return total;
+}
+
+/*
+ * ttl_runner() returns bigint
+ *		One full pass over every enabled policy of this database whose table
+ *		the caller owns (superusers: all).  Returns rows deleted, archived or
+ *		soft-deleted.  Unlike the workers, it does not look at
+ *		ttl_index.enabled: calling it is an explicit request.
+ */
+Datum
+ttl_runner(PG_FUNCTION_ARGS)
+{
+	List	   *policies;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+	int64		total = 0;
+
+	/* a session's state, not a policy's failure: say it once */
+	PreventCommandIfReadOnly("DELETE");
+	ttl_targets_init();
+	ttl_expiry_refresh_zone();
+	policies = ttl_load_policies(CurrentMemoryContext);
+	ttl_stats_defer(true);
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+
+		CHECK_FOR_INTERRUPTS();
+		if (!p->enabled || get_rel_name(p->relid) == NULL)
+			continue;
+		if (!has_privs_of_role(GetUserId(), ttl_table_owner(p->relid)))
+			continue;
+		total += ttl_runner_policy(p, now);
+	}
+	ttl_stats_defer(false);
+	PG_RETURN_INT64(total);
+}

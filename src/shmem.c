@@ -1,0 +1,784 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  All of ttl_index's shared memory: its size, its creation, its locks,
+ *	  and the accessors every other file goes through.
+ *
+ * Areas, each with its own lock (a named LWLock tranche of one lock each):
+ *
+ *	slots		"ttl_index slots": one slot per database the launcher keeps
+ *				track of (shmem.h), what its worker is doing (progress), and
+ *				the launcher's pid and latch.  Held only for short sections
+ *				that neither wait nor raise an error: nothing that allocates,
+ *				logs, signals or registers a worker runs under it.
+ *	settings	"ttl_index settings": the server-wide values of the settings
+ *				user code may depend on (owner.c), as the launcher, which
+ *				connects to no database, reads them from the configuration.
+ *				Written by the launcher at start and after each reload.
+ *	stats		"ttl_index stats": the hash table of per-policy counters
+ *				(stats.c owns its contents and rules).
+ *	counters	no lock: the XIDs the workers took (yield.c) and the write
+ *				counters (writes.c) are atomics.
+ *
+ * Accessors that hand out a slot Assert that the slots lock is held; the
+ * others take and release the lock themselves.  Only the postmaster creates
+ * the memory (shmem startup hook, under AddinShmemInitLock); without
+ * shared_preload_libraries there is none, and every accessor says so.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "shmem.h"
+#include "ttl_index.h"
+
+#define TTL_SETTING_LEN		1024
+#define TTL_MAX_SETTINGS	16
+/* write counters: a power of two */
+#define TTL_WRITE_BUCKETS	8192
+
+#define TTL_LOCK_SLOTS		"ttl_index slots"
+#define TTL_LOCK_SETTINGS	"ttl_index settings"
+#define TTL_LOCK_STATS		"ttl_index stats"
+
+typedef struct TtlShared
+{
+	/* slots area */
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	int			nslots;
+
+	/* settings area */
+	bool		settings_valid;
+	char		settings[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
+
+	/* counters */
+	pg_atomic_uint64 worker_xids;
+	pg_atomic_uint32 writes[TTL_WRITE_BUCKETS];
+
+	TtlDbSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+} TtlShared;
+
+static TtlShared *Shared = NULL;
+static LWLock *SlotsLock = NULL;
+static LWLock *SettingsLock = NULL;
+static LWLock *StatsLock = NULL;
+static HTAB *StatsHash = NULL;
+
+/* worker side: the slot this process attached to */
+static TtlDbSlot *MySlot = NULL;
+
+static void ttl_slot_detach(int code, Datum arg);
+
+static Size
+ttl_shared_size(void)
+{
+	return add_size(offsetof(TtlShared, slots),
+					mul_size(ttl_max_databases, sizeof(TtlDbSlot)));
+}
+
+/*
+ * ttl_shmem_size
+ *		Shared memory for everything: the slots and counters, and the stats
+ *		hash.
+ */
+Size
+ttl_shmem_size(void)
+{
+	return add_size(ttl_shared_size(),
+					hash_estimate_size(ttl_max_policies, ttl_stats_entry_size()));
+}
+
+/*
+ * ttl_shmem_request
+ *		From the shmem request hook: the memory and one lock per area.
+ */
+void
+ttl_shmem_request(void)
+{
+	RequestAddinShmemSpace(ttl_shmem_size());
+	RequestNamedLWLockTranche(TTL_LOCK_SLOTS, 1);
+	RequestNamedLWLockTranche(TTL_LOCK_SETTINGS, 1);
+	RequestNamedLWLockTranche(TTL_LOCK_STATS, 1);
+}
+
+/*
+ * ttl_shmem_init
+ *		From the shmem startup hook: create (or attach to) every area.
+ */
+void
+ttl_shmem_init(void)
+{
+	bool		found;
+	HASHCTL		info;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+
+	Shared = ShmemInitStruct("ttl_index", ttl_shared_size(), &found);
+	if (!found)
+	{
+		memset(Shared, 0, ttl_shared_size());
+		Shared->nslots = ttl_max_databases;
+		pg_atomic_init_u64(&Shared->worker_xids, 0);
+		for (int i = 0; i < TTL_WRITE_BUCKETS; i++)
+			pg_atomic_init_u32(&Shared->writes[i], 0);
+	}
+	SlotsLock = &(GetNamedLWLockTranche(TTL_LOCK_SLOTS))[0].lock;
+	SettingsLock = &(GetNamedLWLockTranche(TTL_LOCK_SETTINGS))[0].lock;
+	StatsLock = &(GetNamedLWLockTranche(TTL_LOCK_STATS))[0].lock;
+
+	/*
+	 * The stats hash never grows past its initial size: HASH_FIXED_SIZE
+	 * keeps it from eating the spare shared memory the lock table relies
+	 * on, and stats.c refuses entries beyond ttl_index.max_policies.
+	 */
+	memset(&info, 0, sizeof(info));
+	info.keysize = ttl_stats_key_size();
+	info.entrysize = ttl_stats_entry_size();
+	StatsHash = ShmemInitHash("ttl_index policy stats",
+							  ttl_max_policies, ttl_max_policies,
+							  &info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+
+	LWLockRelease(AddinShmemInitLock);
+
+	/* in the postmaster: the counters a clean shutdown saved */
+	if (!IsUnderPostmaster)
+		ttl_stats_init();
+}
+
+/*
+ * ttl_shmem_ready
+ *		Whether there is shared memory (the library was preloaded).
+ */
+bool
+ttl_shmem_ready(void)
+{
+	return Shared != NULL;
+}
+
+/* ----------
+ * Slots: the launcher's and shmem.c's own access
+ * ----------
+ */
+
+LWLock *
+ttl_shmem_slots_lock(void)
+{
+	return SlotsLock;
+}
+
+int
+ttl_shmem_nslots(void)
+{
+	return Shared->nslots;
+}
+
+/*
+ * ttl_shmem_slot
+ *		Slot i.  The caller holds the slots lock.
+ */
+TtlDbSlot *
+ttl_shmem_slot(int i)
+{
+	Assert(LWLockHeldByMe(SlotsLock));
+	Assert(i >= 0 && i < Shared->nslots);
+	return &Shared->slots[i];
+}
+
+/*
+ * ttl_shmem_slot_find
+ *		The slot of a database, or NULL.  The caller holds the slots lock.
+ */
+TtlDbSlot *
+ttl_shmem_slot_find(Oid dboid)
+{
+	Assert(LWLockHeldByMe(SlotsLock));
+	for (int i = 0; i < Shared->nslots; i++)
+	{
+		if (Shared->slots[i].dboid == dboid)
+			return &Shared->slots[i];
+	}
+	return NULL;
+}
+
+/*
+ * ttl_shmem_launcher_attach
+ *		Record the launcher's pid and latch.  Returns false when another
+ *		launcher is recorded as running.
+ */
+bool
+ttl_shmem_launcher_attach(void)
+{
+	bool		ok;
+
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	ok = Shared->launcher_pid == 0;
+	if (ok)
+	{
+		Shared->launcher_pid = MyProcPid;
+		Shared->launcher_latch = MyLatch;
+	}
+	LWLockRelease(SlotsLock);
+	return ok;
+}
+
+/*
+ * ttl_shmem_launcher_detach
+ *		Forget the launcher (at its exit).
+ */
+void
+ttl_shmem_launcher_detach(void)
+{
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (Shared->launcher_pid == MyProcPid)
+	{
+		Shared->launcher_pid = 0;
+		Shared->launcher_latch = NULL;
+	}
+	LWLockRelease(SlotsLock);
+}
+
+/* ----------
+ * Settings
+ * ----------
+ */
+
+/*
+ * ttl_shmem_publish_settings
+ *		The launcher's values of the server-wide settings (see owner.c): it
+ *		connects to no database, so no database or role setting is among
+ *		them.  Called at its start and after each reload.
+ */
+void
+ttl_shmem_publish_settings(void)
+{
+	char		values[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
+
+	Assert(ttl_server_setting_count <= TTL_MAX_SETTINGS);
+	for (int i = 0; i < ttl_server_setting_count; i++)
+	{
+		const char *v = GetConfigOption(ttl_server_setting_names[i], true, false);
+
+		strlcpy(values[i], v ? v : "", TTL_SETTING_LEN);
+	}
+	LWLockAcquire(SettingsLock, LW_EXCLUSIVE);
+	memcpy(Shared->settings, values, sizeof(values));
+	Shared->settings_valid = true;
+	LWLockRelease(SettingsLock);
+}
+
+/*
+ * ttl_shmem_published_setting
+ *		The published value of a setting, copied into buf.  False when there
+ *		is none (no shared memory, not yet published, not a setting in the
+ *		list).
+ */
+bool
+ttl_shmem_published_setting(const char *name, char *buf, Size len)
+{
+	bool		found = false;
+
+	if (Shared == NULL)
+		return false;
+	for (int i = 0; i < ttl_server_setting_count; i++)
+	{
+		if (strcmp(ttl_server_setting_names[i], name) != 0)
+			continue;
+		LWLockAcquire(SettingsLock, LW_SHARED);
+		if (Shared->settings_valid)
+		{
+			strlcpy(buf, Shared->settings[i], len);
+			found = true;
+		}
+		LWLockRelease(SettingsLock);
+		break;
+	}
+	return found;
+}
+
+/* ----------
+ * Worker side of its slot
+ * ----------
+ */
+
+/*
+ * ttl_slot_attach
+ *		Claim the slot of our database.  Returns false when the worker should
+ *		exit at once: no slot (database dropped), another worker already
+ *		attached, or the database is blocked by DROP DATABASE and friends.
+ *		Called before connecting to the database, so that an evicted worker
+ *		never holds a connection.
+ */
+bool
+ttl_slot_attach(Oid dboid)
+{
+	TtlDbSlot  *slot;
+	bool		ok = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (Shared == NULL)
+		return false;
+
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	slot = ttl_shmem_slot_find(dboid);
+	if (slot != NULL && slot->pid == 0 && slot->blocked_until <= now)
+	{
+		slot->pid = MyProcPid;
+		slot->latch = MyLatch;
+		slot->turn_over = false;
+		memset(&slot->progress, 0, sizeof(TtlProgress));
+		strlcpy(slot->progress.phase, "starting", TTL_PHASE_LEN);
+		slot->progress.phase_since = now;
+		MySlot = slot;
+		ok = true;
+	}
+	LWLockRelease(SlotsLock);
+
+	if (ok)
+		before_shmem_exit(ttl_slot_detach, (Datum) 0);
+	return ok;
+}
+
+/*
+ * ttl_slot_detach
+ *		Leave the slot at exit; clearing the pid is what DROP DATABASE waits
+ *		for.
+ */
+static void
+ttl_slot_detach(int code, Datum arg)
+{
+	Latch	   *launcher_latch;
+
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (MySlot != NULL && MySlot->pid == MyProcPid)
+	{
+		MySlot->pid = 0;
+		MySlot->latch = NULL;
+		memset(&MySlot->progress, 0, sizeof(TtlProgress));
+	}
+	launcher_latch = Shared->launcher_latch;
+	LWLockRelease(SlotsLock);
+	MySlot = NULL;
+	if (launcher_latch)
+		SetLatch(launcher_latch);
+}
+
+/*
+ * ttl_slot_report_extension
+ *		Record whether the extension is installed in our database.  A worker
+ *		that finds none reports it and exits; the launcher will not start
+ *		another until CREATE EXTENSION asks for a probe.
+ */
+void
+ttl_slot_report_extension(bool installed)
+{
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	MySlot->has_extension = installed;
+	if (!installed)
+		MySlot->probe = false;
+	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_slot_generation
+ *		Current catalog generation of our database; a change means re-read
+ *		the policies.
+ */
+uint32
+ttl_slot_generation(void)
+{
+	uint32		gen;
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	gen = MySlot->generation;
+	LWLockRelease(SlotsLock);
+	return gen;
+}
+
+/*
+ * ttl_slot_must_leave
+ *		True when DROP DATABASE (or similar) wants this worker gone.
+ */
+bool
+ttl_slot_must_leave(void)
+{
+	bool		blocked;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	blocked = MySlot->blocked_until > now;
+	LWLockRelease(SlotsLock);
+	return blocked;
+}
+
+/*
+ * ttl_slot_turn_over
+ *		True when the launcher asks this worker to end its turn: other
+ *		databases are waiting for a worker slot.
+ */
+bool
+ttl_slot_turn_over(void)
+{
+	bool		over;
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	over = MySlot->turn_over;
+	LWLockRelease(SlotsLock);
+	return over;
+}
+
+/*
+ * ttl_slot_set_phase
+ *		Publish that the worker is between batches (reading its policies,
+ *		sleeping, yielding, ...).
+ */
+void
+ttl_slot_set_phase(const char *phase)
+{
+	TtlProgress *p;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (MySlot == NULL)
+		return;
+	p = &MySlot->progress;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (strcmp(p->phase, phase) != 0)
+	{
+		strlcpy(p->phase, phase, TTL_PHASE_LEN);
+		p->phase_since = now;
+	}
+	p->policy_id = 0;
+	p->relname[0] = '\0';
+	p->pass_started = 0;
+	p->pass_rows = 0;
+	p->pass_batches = 0;
+	p->batch_row_limit = 0;
+	p->batch_started = 0;
+	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_slot_batch_begin
+ *		Publish the batch about to run: which policy and table, how far its
+ *		pass has come, and the batch's row limit.
+ */
+void
+ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass, const char *relname)
+{
+	TtlProgress *p;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (MySlot == NULL)
+		return;
+	p = &MySlot->progress;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (strcmp(p->phase, "deleting") != 0 || p->policy_id != policy->id)
+	{
+		strlcpy(p->phase, "deleting", TTL_PHASE_LEN);
+		p->phase_since = now;
+	}
+	p->policy_id = policy->id;
+	strlcpy(p->relname, relname, TTL_QUALNAME_LEN);
+	p->pass_started = pass->now;
+	p->pass_rows = pass->pass_rows;
+	p->pass_batches = pass->pass_batches;
+	p->batch_row_limit = pass->row_limit;
+	p->batch_started = now;
+	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_slot_batch_end
+ *		Publish that the batch has ended (committed or not).
+ */
+void
+ttl_slot_batch_end(TtlPass *pass)
+{
+	TtlProgress *p;
+
+	if (MySlot == NULL)
+		return;
+	p = &MySlot->progress;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (pass != NULL)
+	{
+		p->pass_rows = pass->pass_rows;
+		p->pass_batches = pass->pass_batches;
+	}
+	p->batch_started = 0;
+	LWLockRelease(SlotsLock);
+}
+
+/* ----------
+ * Backends
+ * ----------
+ */
+
+/*
+ * ttl_shmem_wake_database
+ *		A policy of the database changed, or the extension was created:
+ *		probe it, have its worker re-read the policies, and wake the
+ *		launcher.
+ */
+void
+ttl_shmem_wake_database(Oid dboid)
+{
+	TtlDbSlot  *slot;
+	Latch	   *worker_latch = NULL;
+	Latch	   *launcher_latch;
+
+	if (Shared == NULL || !OidIsValid(dboid))
+		return;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	slot = ttl_shmem_slot_find(dboid);
+	if (slot != NULL)
+	{
+		slot->probe = true;
+		slot->generation++;
+		worker_latch = slot->latch;
+	}
+	launcher_latch = Shared->launcher_latch;
+	LWLockRelease(SlotsLock);
+
+	if (worker_latch)
+		SetLatch(worker_latch);
+	if (launcher_latch)
+		SetLatch(launcher_latch);
+}
+
+/*
+ * ttl_shmem_evict_database
+ *		Keep the worker of a database out until `until` (or until released)
+ *		and return the pid of the one running now, 0 if none.
+ */
+pid_t
+ttl_shmem_block_database(Oid dboid, TimestampTz until)
+{
+	TtlDbSlot  *slot;
+	pid_t		pid = 0;
+
+	if (Shared == NULL)
+		return 0;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	slot = ttl_shmem_slot_find(dboid);
+	if (slot != NULL)
+	{
+		slot->blocked_until = until;
+		pid = slot->pid;
+	}
+	LWLockRelease(SlotsLock);
+	return pid;
+}
+
+/*
+ * ttl_shmem_database_pid
+ *		The pid of the worker attached to a database's slot, 0 if none.
+ */
+pid_t
+ttl_shmem_database_pid(Oid dboid)
+{
+	TtlDbSlot  *slot;
+	pid_t		pid = 0;
+
+	if (Shared == NULL)
+		return 0;
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	slot = ttl_shmem_slot_find(dboid);
+	if (slot != NULL)
+		pid = slot->pid;
+	LWLockRelease(SlotsLock);
+	return pid;
+}
+
+/*
+ * ttl_shmem_unblock_database
+ *		Let the worker of a database run again, and wake the launcher.
+ */
+void
+ttl_shmem_unblock_database(Oid dboid)
+{
+	TtlDbSlot  *slot;
+	Latch	   *launcher_latch;
+
+	if (Shared == NULL)
+		return;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	slot = ttl_shmem_slot_find(dboid);
+	if (slot != NULL)
+		slot->blocked_until = 0;
+	launcher_latch = Shared->launcher_latch;
+	LWLockRelease(SlotsLock);
+	if (launcher_latch)
+		SetLatch(launcher_latch);
+}
+
+/*
+ * ttl_shmem_progress_list
+ *		A copy of the progress of every running worker, as a List of
+ *		palloc'd TtlProgress.  Empty without shared memory.
+ */
+List *
+ttl_shmem_progress_list(void)
+{
+	List	   *result = NIL;
+	TtlProgress *copies;
+	int			n = 0;
+
+	if (Shared == NULL)
+		return NIL;
+
+	/* allocate before taking the lock: nothing under it may fail */
+	copies = palloc(sizeof(TtlProgress) * Shared->nslots);
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	for (int i = 0; i < Shared->nslots; i++)
+	{
+		TtlDbSlot  *slot = &Shared->slots[i];
+		TtlProgress *p = &copies[n];
+
+		if (!OidIsValid(slot->dboid) || slot->pid == 0)
+			continue;
+		memcpy(p, &slot->progress, sizeof(TtlProgress));
+		p->dboid = slot->dboid;
+		p->datname = slot->datname;
+		p->pid = slot->pid;
+		n++;
+	}
+	LWLockRelease(SlotsLock);
+
+	for (int i = 0; i < n; i++)
+		result = lappend(result, &copies[i]);
+	return result;
+}
+
+/*
+ * ttl_shmem_database_list
+ *		A copy of every tracked database's state, as a List of palloc'd
+ *		TtlDbStatus.  Empty without shared memory.
+ */
+List *
+ttl_shmem_database_list(void)
+{
+	List	   *result = NIL;
+	TtlDbStatus *copies;
+	int			n = 0;
+
+	if (Shared == NULL)
+		return NIL;
+	copies = palloc0(sizeof(TtlDbStatus) * Shared->nslots);
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	for (int i = 0; i < Shared->nslots; i++)
+	{
+		TtlDbSlot  *slot = &Shared->slots[i];
+		TtlDbStatus *s = &copies[n];
+
+		if (!OidIsValid(slot->dboid))
+			continue;
+		s->dboid = slot->dboid;
+		s->datname = slot->datname;
+		s->has_extension = slot->has_extension;
+		s->pid = slot->pid;
+		s->waiting_since = slot->waiting_since;
+		s->turn_started = slot->pid != 0 ? slot->turn_started : 0;
+		s->turns = slot->turns;
+		s->blocked_until = slot->blocked_until;
+		n++;
+	}
+	LWLockRelease(SlotsLock);
+
+	for (int i = 0; i < n; i++)
+		result = lappend(result, &copies[i]);
+	return result;
+}
+
+/*
+ * ttl_shmem_running_count
+ *		How many workers are attached to their slot now.
+ */
+int
+ttl_shmem_running_count(void)
+{
+	int			n = 0;
+
+	if (Shared == NULL)
+		return 0;
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	for (int i = 0; i < Shared->nslots; i++)
+	{
+		if (OidIsValid(Shared->slots[i].dboid) && Shared->slots[i].pid != 0)
+			n++;
+	}
+	LWLockRelease(SlotsLock);
+	return n;
+}
+
+/* ----------
+ * Counters
+ * ----------
+ */
+
+/*
+ * ttl_shmem_count_worker_xid
+ *		A worker took an XID (see yield.c).
+ */
+void
+ttl_shmem_count_worker_xid(void)
+{
+	if (Shared != NULL)
+		pg_atomic_fetch_add_u64(&Shared->worker_xids, 1);
+}
+
+/*
+ * ttl_shmem_worker_xids
+ *		XIDs the workers have taken since the server started.
+ */
+uint64
+ttl_shmem_worker_xids(void)
+{
+	if (Shared == NULL)
+		return 0;
+	return pg_atomic_read_u64(&Shared->worker_xids);
+}
+
+/*
+ * ttl_shmem_write_counter
+ *		The write counter of a hash bucket (see writes.c), NULL without
+ *		shared memory.
+ */
+pg_atomic_uint32 *
+ttl_shmem_write_counter(uint32 hash)
+{
+	if (Shared == NULL)
+		return NULL;
+	return &Shared->writes[hash & (TTL_WRITE_BUCKETS - 1)];
+}
+
+/* ----------
+ * Stats hash
+ * ----------
+ */
+
+HTAB *
+ttl_shmem_stats_hash(void)
+{
+	return StatsHash;
+}
+
+LWLock *
+ttl_shmem_stats_lock(void)
+{
+	return StatsLock;
+}

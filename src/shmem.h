@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  The database slots in shared memory, for the two files that handle
+ *	  them directly: shmem.c, which owns them, and launcher.c.  Every other
+ *	  file goes through the accessors declared in ttl_index.h.
+ *
+ * Locking: see shmem.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TTL_SHMEM_H
+#define TTL_SHMEM_H
+
+#include "storage/latch.h"
+#include "ttl_index.h"
+
+/*
+ * One database the launcher keeps track of.  Each field has one writer
+ * except where noted:
+ *	launcher: dboid, datname, worker_running, last_start, failures,
+ *			  waiting_since, turn_started, turns, turn_over (set)
+ *	worker:   pid, latch, has_extension, progress
+ *	backends: probe, generation, blocked_until
+ */
+typedef struct TtlDbSlot
+{
+	Oid			dboid;			/* InvalidOid: slot is free */
+	NameData	datname;
+	bool		has_extension;	/* false until a worker has seen it */
+	bool		probe;			/* start a worker even if !has_extension */
+	bool		worker_running; /* registered and not yet seen stopped */
+	pid_t		pid;			/* worker's pid once attached, else 0 */
+	Latch	   *latch;			/* worker's latch once attached */
+	uint32		generation;		/* bumped when the policy catalog changes */
+	TimestampTz blocked_until;	/* no worker may run before this */
+	TimestampTz last_start;
+	int			failures;
+	TimestampTz waiting_since;	/* wants a worker, none may start: since */
+	TimestampTz turn_started;	/* its worker started then */
+	bool		turn_over;		/* the launcher asks the worker to leave */
+	int64		turns;			/* workers started for it */
+	TtlProgress progress;		/* what the worker is doing now */
+} TtlDbSlot;
+
+extern LWLock *ttl_shmem_slots_lock(void);
+extern int	ttl_shmem_nslots(void);
+extern TtlDbSlot *ttl_shmem_slot(int i);
+extern TtlDbSlot *ttl_shmem_slot_find(Oid dboid);
+extern void ttl_shmem_launcher_detach(void);
+
+#endif							/* TTL_SHMEM_H */

@@ -1,0 +1,366 @@
+/*-------------------------------------------------------------------------
+ *
+ * views.c
+ *	  The SQL functions behind the monitoring views: ttl_index_stats
+ *	  (ttl_index_policy_stats), ttl_index_progress, ttl_index_databases,
+ *	  and ttl_index_stats_reset().
+ *
+ * ttl_index_stats joins the counters (stats.c) to the catalog and reads
+ * the backlog of each policy at query time: the oldest row's expiry from
+ * its index (probe.c) and an estimate from the planner statistics
+ * (backlog.c).  The figures do not depend on the reader's session: the
+ * expiry rules use the server's TimeZone, and a filter is parsed in the
+ * pinned parse environment and evaluated as the table's owner.  Who may
+ * see what: `last_error` (error messages can quote row values), `lag`,
+ * `expired_estimate` and `next_expiry` (they reveal the data's
+ * distribution) only members of the table's owning role and of
+ * pg_read_all_stats; the table and policy a worker of another database is
+ * busy with only members of pg_read_all_stats.
+ *
+ * Locking: none of its own; the probes take and release theirs (probe.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_authid.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "ttl_index.h"
+
+#define TTL_STATS_COLS		20
+#define TTL_STATS_COLS_1_2	18
+#define TTL_STATS_COLS_1_1	15
+#define TTL_STATS_COLS_1_0	13
+#define TTL_PROGRESS_COLS	12
+#define TTL_DATABASES_COLS	8
+
+PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
+PG_FUNCTION_INFO_V1(ttl_index_progress);
+PG_FUNCTION_INFO_V1(ttl_index_databases);
+PG_FUNCTION_INFO_V1(ttl_index_stats_reset);
+
+/*
+ * ttl_views_may_see
+ *		Whether the current user may see a table's error messages and
+ *		backlog: members of the owning role, and pg_read_all_stats.
+ */
+static bool
+ttl_views_may_see(Oid relid)
+{
+	if (has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		return true;
+	if (get_rel_name(relid) == NULL)
+		return false;
+	return has_privs_of_role(GetUserId(), ttl_table_owner(relid));
+}
+
+/*
+ * ttl_views_backlog
+ *		lag, expired_estimate and next_expiry of a policy, into values[i..]
+ *		and nulls[i..]; returns the next column.
+ */
+static int
+ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
+				  Datum *values, bool *nulls, int i)
+{
+	TimestampTz expires_at;
+	double		estimate;
+
+	switch (may_see ? ttl_probe_oldest(p, &expires_at) : TTL_PROBE_UNKNOWN)
+	{
+		case TTL_PROBE_FOUND:
+			{
+				Interval   *lag = palloc0(sizeof(Interval));
+				bool		expired = !TIMESTAMP_IS_NOEND(expires_at) &&
+					expires_at < now;
+
+				if (expired && !TIMESTAMP_NOT_FINITE(expires_at))
+					lag->time = now - expires_at;
+				values[i++] = IntervalPGetDatum(lag);
+				if (!expired)
+					values[i++] = Int64GetDatum(0);
+				else if (ttl_backlog_estimate(p, now, &estimate))
+					values[i++] = Int64GetDatum(Max((int64) (estimate + 0.5), 1));
+				else
+					nulls[i++] = true;
+				if (TIMESTAMP_NOT_FINITE(expires_at))
+					nulls[i] = true;
+				else
+					values[i] = TimestampTzGetDatum(expires_at);
+				i++;
+				break;
+			}
+		case TTL_PROBE_EMPTY:
+			values[i++] = IntervalPGetDatum(palloc0(sizeof(Interval)));
+			values[i++] = Int64GetDatum(0);
+			nulls[i++] = true;
+			break;
+		case TTL_PROBE_UNKNOWN:
+			nulls[i++] = true;
+			nulls[i++] = true;
+			nulls[i++] = true;
+			break;
+	}
+	return i;
+}
+
+/*
+ * ttl_index_policy_stats
+ *		One row per policy of the current database (see the top of the
+ *		file).
+ */
+Datum
+ttl_index_policy_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *policies;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+	int			natts;
+
+	InitMaterializedSRF(fcinfo, 0);
+	natts = rsinfo->setDesc->natts;
+	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_2 &&
+		natts != TTL_STATS_COLS_1_1 && natts != TTL_STATS_COLS_1_0)
+		elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
+			 natts);
+
+	ttl_targets_init();
+	ttl_expiry_refresh_zone();
+	policies = ttl_load_policies(CurrentMemoryContext);
+
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		TtlStatsCounters c;
+		Datum		values[TTL_STATS_COLS];
+		bool		nulls[TTL_STATS_COLS];
+		bool		may_see;
+		int			i = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		memset(nulls, 0, sizeof(nulls));
+		may_see = ttl_views_may_see(p->relid);
+		(void) ttl_stats_read(MyDatabaseId, p->id, &c);
+
+		values[i++] = Int32GetDatum(p->id);
+		values[i++] = Int64GetDatum(c.rows_deleted);
+		values[i++] = Int64GetDatum(c.batches);
+		values[i++] = Int64GetDatum(c.passes);
+		values[i++] = Int64GetDatum(c.rows_skipped_locked);
+		values[i++] = Int64GetDatum(c.skipped_locked);
+		values[i++] = Int64GetDatum(c.errors);
+		if (c.last_error_at != 0 && may_see)
+			values[i] = CStringGetTextDatum(c.last_error);
+		else
+			nulls[i] = true;
+		i++;
+		if (c.last_error_at != 0)
+			values[i] = TimestampTzGetDatum(c.last_error_at);
+		else
+			nulls[i] = true;
+		i++;
+		if (c.last_run != 0)
+			values[i] = TimestampTzGetDatum(c.last_run);
+		else
+			nulls[i] = true;
+		i++;
+		{
+			Interval   *spent = palloc0(sizeof(Interval));
+
+			spent->time = (int64) (c.time_spent_ms * 1000.0);
+			values[i++] = IntervalPGetDatum(spent);
+		}
+		i = ttl_views_backlog(p, may_see, now, values, nulls, i);
+		if (c.stats_reset != 0)
+			values[i] = TimestampTzGetDatum(c.stats_reset);
+		else
+			nulls[i] = true;
+		i++;
+		values[i++] = Int64GetDatum(c.rows_archived);
+		values[i++] = Int64GetDatum(c.rows_soft_deleted);
+		values[i++] = Int64GetDatum(c.partitions_dropped);
+		values[i++] = Int64GetDatum(c.rows_held);
+		if (c.last_error_at != 0)
+			values[i] = CStringGetTextDatum(unpack_sql_state(c.last_error_code));
+		else
+			nulls[i] = true;
+		i++;
+		Assert(i == TTL_STATS_COLS);
+
+		/*
+		 * Between installing a newer library and ALTER EXTENSION UPDATE, the
+		 * function of an older version asks for fewer columns: 1.2 and 1.1
+		 * the leading ones (the tuple is formed from them); 1.0 13, without
+		 * expired_estimate (12) and stats_reset (14).
+		 */
+		if (natts == TTL_STATS_COLS_1_0)
+		{
+			values[12] = values[13];
+			nulls[12] = nulls[13];
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ttl_index_progress
+ *		One row per running worker, in the spirit of
+ *		pg_stat_progress_vacuum.  Everyone sees the rows of the current
+ *		database in full (table names are no secret there: pg_class is
+ *		readable by all).
+ */
+Datum
+ttl_index_progress(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	foreach(lc, ttl_shmem_progress_list())
+	{
+		TtlProgress *p = (TtlProgress *) lfirst(lc);
+		Datum		values[TTL_PROGRESS_COLS];
+		bool		nulls[TTL_PROGRESS_COLS];
+		bool		show = see_all || p->dboid == MyDatabaseId;
+		bool		busy = p->policy_id != 0 && show;
+		int			i = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+
+		values[i++] = Int32GetDatum(p->pid);
+		values[i++] = ObjectIdGetDatum(p->dboid);
+		values[i++] = NameGetDatum(&p->datname);
+		values[i++] = CStringGetTextDatum(p->phase);
+		if (p->phase_since != 0)
+			values[i] = TimestampTzGetDatum(p->phase_since);
+		else
+			nulls[i] = true;
+		i++;
+
+		/* the rest describes the pass and batch of the policy in hand */
+		if (busy)
+		{
+			values[i++] = Int32GetDatum(p->policy_id);
+			values[i++] = CStringGetTextDatum(p->relname);
+			values[i++] = TimestampTzGetDatum(p->pass_started);
+			values[i++] = Int64GetDatum(p->pass_rows);
+			values[i++] = Int64GetDatum(p->pass_batches);
+		}
+		else
+		{
+			for (int j = 0; j < 5; j++)
+				nulls[i++] = true;
+		}
+		if (busy && p->batch_started != 0)
+		{
+			values[i++] = TimestampTzGetDatum(p->batch_started);
+			values[i++] = Int32GetDatum(p->batch_row_limit);
+		}
+		else
+		{
+			nulls[i++] = true;
+			nulls[i++] = true;
+		}
+		Assert(i == TTL_PROGRESS_COLS);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ttl_index_databases
+ *		One row per database the launcher keeps track of: whether it has
+ *		the extension, its worker, and whether it waits for a worker slot
+ *		(more databases need a worker than ttl_index.max_workers allows:
+ *		they take turns, see launcher.c).
+ */
+Datum
+ttl_index_databases(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	foreach(lc, ttl_shmem_database_list())
+	{
+		TtlDbStatus *d = (TtlDbStatus *) lfirst(lc);
+		Datum		values[TTL_DATABASES_COLS];
+		bool		nulls[TTL_DATABASES_COLS];
+		const char *state;
+		int			i = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+		if (d->blocked_until > now)
+			state = "blocked";
+		else if (d->pid != 0)
+			state = "running";
+		else if (d->waiting_since != 0)
+			state = "waiting";
+		else if (d->has_extension)
+			state = "starting";
+		else
+			state = "no extension";
+
+		values[i++] = ObjectIdGetDatum(d->dboid);
+		values[i++] = NameGetDatum(&d->datname);
+		values[i++] = CStringGetTextDatum(state);
+		if (d->pid != 0)
+			values[i] = Int32GetDatum(d->pid);
+		else
+			nulls[i] = true;
+		i++;
+		if (d->waiting_since != 0)
+			values[i] = TimestampTzGetDatum(d->waiting_since);
+		else
+			nulls[i] = true;
+		i++;
+		if (d->turn_started != 0)
+			values[i] = TimestampTzGetDatum(d->turn_started);
+		else
+			nulls[i] = true;
+		i++;
+		values[i++] = Int64GetDatum(d->turns);
+		values[i++] = BoolGetDatum(d->has_extension);
+		Assert(i == TTL_DATABASES_COLS);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ttl_index_stats_reset
+ *		SQL: zero the counters of the current database's policies, or of the
+ *		policies of one table.  Who may call it is decided by EXECUTE
+ *		privilege (revoked from PUBLIC, as for pg_stat_reset()).
+ */
+Datum
+ttl_index_stats_reset(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	List	   *ids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, ttl_load_policies(CurrentMemoryContext))
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+
+		if (!OidIsValid(relid) || p->relid == relid)
+			ids = lappend_int(ids, p->id);
+	}
+	ttl_stats_reset(MyDatabaseId, ids);
+	PG_RETURN_VOID();
+}

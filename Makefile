@@ -24,6 +24,7 @@ OBJS = \
 	src/purge.o \
 	src/runner.o \
 	src/shmem.o \
+	src/skip.o \
 	src/statement.o \
 	src/stats.o \
 	src/targets.o \

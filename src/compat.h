@@ -16,6 +16,7 @@
 #define TTL_COMPAT_H
 
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
@@ -56,6 +57,16 @@
 #else
 #define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/*
+ * PostgreSQL 18 dropped the snapshot argument of _bt_get_endpoint() (the
+ * leaf at one end of a btree, returned pinned and share-locked).
+ */
+#if PG_VERSION_NUM >= 180000
+#define ttl_bt_leftmost_leaf(irel)	_bt_get_endpoint((irel), 0, false)
+#else
+#define ttl_bt_leftmost_leaf(irel)	_bt_get_endpoint((irel), 0, false, NULL)
 #endif
 
 /*

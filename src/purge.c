@@ -507,16 +507,23 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	int64		seen = 0;
 	bool		stopped = false;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		have_from = false;
+	Datum		from = (Datum) 0;
 
 	if (!direct)
 	{
 		tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * limit);
 		xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * limit);
 	}
+	/* from where the last batch stopped, or past the known-dead prefix */
 	if (t->have_resume)
+		ttl_skip_resume(t);
+	else if (ttl_skip_start(t, b->irel, &from))
+		have_from = true;
+	if (t->have_resume || have_from)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
 					ttl_btree_proc(b->irel, t->keytype, BTGreaterEqualStrategyNumber),
-					t->resume_key);
+					t->have_resume ? t->resume_key : from);
 	ScanKeyInit(&keys[nkeys++], 1, BTLessStrategyNumber,
 				ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber),
 				b->cutoff.bound);
@@ -532,9 +539,12 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		bool		isnull;
 		Datum		key;
 		TransactionId xmin;
+		ItemPointer tid;
+		bool		dead = false;	/* the entry is, or is now, known dead */
 
 		CHECK_FOR_INTERRUPTS();
-		if (!index_getnext_slot(scan, ForwardScanDirection, slot))
+		/* index_getnext_slot(), looking at the entries it would pass over */
+		if ((tid = index_getnext_tid(scan, ForwardScanDirection)) == NULL)
 			break;
 		seen++;
 		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
@@ -553,6 +563,16 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 				*last_key = datumCopy(key, false, t->keylen);
 				MemoryContextSwitchTo(old);
 			}
+		}
+		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage);
+
+		if (!index_fetch_heap(scan, slot))
+		{
+			/* no version visible to us: gone for good, or not yet there */
+			if (t->skip.tracking &&
+				!ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot()))
+				ttl_skip_stop(t, *last_key);
+			goto next;
 		}
 
 		xmin = ttl_slot_xmin(slot);
@@ -587,12 +607,16 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 				{
 					case TM_Ok:
 						result->deleted++;
+						dead = true;
 						break;
 					case TM_BeingModified:
 						result->skipped_locked++;
 						break;
+					case TM_Deleted:
+						dead = true;	/* by a transaction that committed */
+						break;
 					default:
-						/* updated or deleted since our snapshot: not ours */
+						/* updated since our snapshot: not ours */
 						break;
 				}
 				ntids++;
@@ -606,7 +630,11 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 				ntids++;
 			}
 		}
+		/* a row left in place, or deleted by a statement yet to run */
+		if (!dead && t->skip.tracking)
+			ttl_skip_stop(t, *last_key);
 
+next:
 		if (seen % TTL_CLOCK_EVERY == 0)
 		{
 			instr_time	elapsed;
@@ -659,6 +687,15 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 		ttl_set_resume(pass, t, last_key);
 	if (outcome != TTL_BATCH_DONE)
 		return outcome;
+
+	/* everything below the cutoff was dead or deleted: the prefix ends here */
+	if (t->skip.tracking)
+	{
+		if (have_last)
+			ttl_skip_stop(t, last_key);
+		else
+			t->skip.tracking = false;
+	}
 
 	/* the next row to expire, past the cutoff */
 	switch (ttl_probe_from(b->policy, t, b->rel, b->irel, b->filter,

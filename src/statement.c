@@ -514,7 +514,10 @@ ttl_statement_lock(TtlPlan *plan)
 			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc2);
 
 			if (rte->rtekind == RTE_RELATION)
+			{
 				LockRelationOid(rte->relid, rte->rellockmode);
+				ttl_targets_watch(rte->relid);
+			}
 		}
 	}
 }

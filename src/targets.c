@@ -19,11 +19,12 @@
  * parsed against the target (filter.c); the index is chosen; the statement
  * of the executor path is planned on first use (statement.c).  All of it
  * is kept across batches and transactions, in the target's own memory
- * context, until an invalidation says it may be stale: any relcache
- * invalidation (DDL on a table, a new or dropped index, ANALYZE), and any
- * change to a function or a type (a filter function replaced, a domain
- * altered) bumps a process-wide generation, and a target resolved under an
- * older one is resolved again at its next batch.  Invalidations are
+ * context, until an invalidation says it may be stale: a relcache
+ * invalidation of a relation a resolution depends on (DDL on the table, a
+ * new or dropped index, ANALYZE, the archive table, a table its plan reads),
+ * and any change to a function or a type (a filter function replaced, a
+ * domain altered) bumps a process-wide generation, and a target resolved
+ * under an older one is resolved again at its next batch.  Invalidations are
  * delivered when a lock is taken, so the check after the batch's table
  * lock sees every committed change.
  *
@@ -54,6 +55,7 @@
 #include "optimizer/optimizer.h"
 #include "rewrite/prs2lock.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -64,11 +66,37 @@
 
 static uint64 Generation = 1;
 static bool CallbacksRegistered = false;
+/* the relations resolutions depend on: their invalidations count */
+static HTAB *Watched = NULL;
 
 static void
 ttl_targets_relcache_callback(Datum arg, Oid relid)
 {
-	Generation++;
+	if (!OidIsValid(relid) || Watched == NULL ||
+		hash_search(Watched, &relid, HASH_FIND, NULL) != NULL)
+		Generation++;
+}
+
+/*
+ * ttl_targets_watch
+ *		A resolution depends on this relation: its invalidations make every
+ *		resolution stale.  (Other relations' do not: DDL elsewhere in the
+ *		database leaves the targets, and their known-dead prefixes, alone.)
+ */
+void
+ttl_targets_watch(Oid relid)
+{
+	if (Watched == NULL)
+	{
+		HASHCTL		info;
+
+		memset(&info, 0, sizeof(info));
+		info.keysize = sizeof(Oid);
+		info.entrysize = sizeof(Oid);
+		Watched = hash_create("ttl_index watched relations", 64, &info,
+							  HASH_ELEM | HASH_BLOBS);
+	}
+	(void) hash_search(Watched, &relid, HASH_ENTER, NULL);
 }
 
 static void
@@ -371,6 +399,8 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 			OidIsValid(t->indexoid) ? TTL_RESOLVE_OK : TTL_RESOLVE_NO_INDEX;
 
 	MemoryContextReset(t->cxt);
+	memset(&t->skip, 0, sizeof(TtlSkip));
+	t->skip.pos = -1;
 	t->plan = NULL;
 	t->usable = false;
 	t->resolved_gen = 0;
@@ -397,6 +427,9 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 
 	t->indexoid = ttl_find_index(t, rel);
 	MemoryContextSwitchTo(old);
+	ttl_targets_watch(t->relid);
+	if (OidIsValid(t->indexoid))
+		ttl_targets_watch(t->indexoid);
 
 	t->usable = true;
 	t->resolved_gen = Generation;

@@ -43,7 +43,10 @@
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "port/atomics.h"
+#include "access/xlogdefs.h"
+#include "storage/block.h"
 #include "storage/itemptr.h"
+#include "utils/snapshot.h"
 #include "storage/lwlock.h"
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
@@ -191,6 +194,19 @@ extern char *ttl_filter_deparse(Relation rel, Node *expr);
  */
 typedef struct TtlPlan TtlPlan;	/* statement.c */
 
+/* the known-dead prefix of a target's index (skip.c) */
+typedef struct TtlSkip
+{
+	bool		ready;			/* recorded: passes may start at key */
+	bool		tracking;		/* this pass is recording it */
+	Datum		key;
+	int			npages;			/* leaf pages it spans, leftmost first */
+	int			maxpages;
+	int			pos;			/* the page the scan is on, -1: not known */
+	BlockNumber *blocks;
+	XLogRecPtr *lsns;
+} TtlSkip;
+
 typedef struct TtlTarget
 {
 	Oid			relid;
@@ -212,6 +228,7 @@ typedef struct TtlTarget
 	char	   *key_sql;		/* the key as SQL over the table */
 	char	   *filter_sql;		/* the filter as SQL, or NULL */
 	TtlPlan    *plan;			/* executor path, made on first use */
+	TtlSkip		skip;			/* kept from pass to pass, like the above */
 
 	/* progress of the current pass on this table */
 	uint32		writes_at_start;	/* its write counter (writes.c) */
@@ -238,6 +255,7 @@ typedef enum TtlResolve
 } TtlResolve;
 
 extern uint64 ttl_targets_generation(void);
+extern void ttl_targets_watch(Oid relid);
 extern void ttl_targets_init(void);
 extern List *ttl_targets_list(TtlPolicy *policy, MemoryContext cxt);
 extern TtlTarget *ttl_target_create(Oid relid, bool only, MemoryContext cxt);
@@ -257,6 +275,17 @@ extern void ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel);
 extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
 								ItemPointerData *tids, int ntids,
 								const TtlCutoff *cutoff);
+
+/* ----------
+ * The known-dead prefix (skip.c)
+ * ----------
+ */
+extern bool ttl_skip_start(TtlTarget *t, Relation irel, Datum *from);
+extern void ttl_skip_resume(TtlTarget *t);
+extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno);
+extern void ttl_skip_stop(TtlTarget *t, Datum key);
+extern void ttl_skip_forget(TtlTarget *t);
+extern bool ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapshot);
 
 /* ----------
  * Rows that cannot be deleted (held.c)

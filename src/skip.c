@@ -1,0 +1,342 @@
+/*-------------------------------------------------------------------------
+ *
+ * skip.c
+ *	  The known-dead prefix of a target's index: the leading entries a pass
+ *	  may skip because they point only at row versions that no snapshot
+ *	  will ever see again.
+ *
+ * After a drain, the index entries of the deleted rows stay until VACUUM
+ * removes them, and VACUUM cannot while an old snapshot (a long REPEATABLE
+ * READ transaction, a replication slot's xmin) holds the xmin horizon:
+ * every scan from the start of the index would read them and visit their
+ * heap tuples again, pass after pass, a cost that grows with the backlog
+ * deleted.  So a pass records how far the index holds nothing but such
+ * entries, and the next pass starts there.
+ *
+ * What counts as dead.  An entry whose row version the scan deleted
+ * itself, and an entry invisible to the scan's snapshot whose HOT chain
+ * holds only versions inserted by transactions the snapshot sees as
+ * committed, the last one deleted by such a transaction
+ * (ttl_skip_entry_dead): no later snapshot can see any of them.  Anything
+ * else (a visible row the pass does not delete, a version a running
+ * transaction inserted or updated) ends the prefix.
+ *
+ * What may change it.  A row inserted since with a key below the prefix's
+ * end lands in one of the leaf pages the prefix spans, and changes that
+ * page's LSN; so do page splits and VACUUM.  The prefix records each leaf
+ * page it spans with its LSN, read before the scan read the page (the
+ * right sibling's LSN is read while the scan is still on the page to its
+ * left, the leftmost leaf's before the scan starts), and a pass uses the
+ * prefix only after walking those pages again, from the leftmost leaf by
+ * their right-links, and finding the same pages with the same LSNs.  Any
+ * difference makes the pass scan from the start, and record anew.  The
+ * walk reads one page per few hundred entries instead of every entry and
+ * its heap tuple.
+ *
+ * Memory: the prefix lives in the target's memory (targets.c), so it is
+ * kept from pass to pass with the target's resolution and dropped with it.
+ * Locking: pages are read under a share lock, one at a time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/transam.h"
+#include "storage/bufmgr.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "ttl_index.h"
+
+/*
+ * ttl_skip_page_lsn
+ *		The LSN of an index page, read under a share lock.
+ */
+static XLogRecPtr
+ttl_skip_page_lsn(Relation irel, BlockNumber blkno, BlockNumber *next)
+{
+	Buffer		buf = ReadBuffer(irel, blkno);
+	Page		page;
+	XLogRecPtr	lsn;
+	BTPageOpaque opaque;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	lsn = PageGetLSN(page);
+	opaque = BTPageGetOpaque(page);
+	if (next)
+		*next = (P_ISLEAF(opaque) && !P_IGNORE(opaque)) ? opaque->btpo_next : InvalidBlockNumber;
+	UnlockReleaseBuffer(buf);
+	return lsn;
+}
+
+/*
+ * ttl_skip_add
+ *		Record a leaf page with its LSN.
+ */
+static void
+ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
+{
+	TtlSkip    *s = &t->skip;
+
+	if (s->npages == s->maxpages)
+	{
+		int			n = Max(16, s->maxpages * 2);
+
+		if (s->blocks == NULL)
+		{
+			s->blocks = MemoryContextAlloc(t->cxt, sizeof(BlockNumber) * n);
+			s->lsns = MemoryContextAlloc(t->cxt, sizeof(XLogRecPtr) * n);
+		}
+		else
+		{
+			s->blocks = repalloc(s->blocks, sizeof(BlockNumber) * n);
+			s->lsns = repalloc(s->lsns, sizeof(XLogRecPtr) * n);
+		}
+		s->maxpages = n;
+	}
+	s->blocks[s->npages] = blkno;
+	s->lsns[s->npages] = lsn;
+	s->npages++;
+}
+
+/*
+ * ttl_skip_forget
+ *		No prefix, and no tracking.
+ */
+void
+ttl_skip_forget(TtlTarget *t)
+{
+	TtlSkip    *s = &t->skip;
+
+	if (s->ready && !t->keybyval && DatumGetPointer(s->key) != NULL)
+		pfree(DatumGetPointer(s->key));
+	s->ready = false;
+	s->tracking = false;
+	s->key = (Datum) 0;
+	s->npages = 0;
+	s->pos = -1;
+}
+
+/*
+ * ttl_skip_validate
+ *		Whether the recorded pages are still the leftmost leaves of the
+ *		index, in order, each with its LSN.
+ */
+static bool
+ttl_skip_validate(TtlTarget *t, Relation irel)
+{
+	TtlSkip    *s = &t->skip;
+	Buffer		buf;
+	BlockNumber blkno;
+
+	if (s->npages == 0)
+		return false;
+	buf = ttl_bt_leftmost_leaf(irel);
+	if (!BufferIsValid(buf))
+		return false;
+	blkno = BufferGetBlockNumber(buf);
+	UnlockReleaseBuffer(buf);
+
+	for (int i = 0; i < s->npages; i++)
+	{
+		BlockNumber next;
+
+		if (blkno != s->blocks[i] ||
+			ttl_skip_page_lsn(irel, blkno, &next) != s->lsns[i])
+			return false;
+		blkno = next;
+	}
+	return true;
+}
+
+/*
+ * ttl_skip_sibling
+ *		The scan is on the last recorded page: record its right sibling's
+ *		LSN now, before the scan moves there.
+ */
+static void
+ttl_skip_sibling(TtlTarget *t, Relation irel)
+{
+	TtlSkip    *s = &t->skip;
+	BlockNumber next;
+
+	(void) ttl_skip_page_lsn(irel, s->blocks[s->npages - 1], &next);
+	if (next != P_NONE && next != InvalidBlockNumber)
+		ttl_skip_add(t, next, ttl_skip_page_lsn(irel, next, NULL));
+}
+
+/*
+ * ttl_skip_start
+ *		A pass begins its scan of the target from the start.  When the
+ *		recorded prefix still holds, returns true with *from set to where
+ *		the scan may start, and goes on recording from there; otherwise
+ *		starts recording a new prefix at the leftmost leaf.
+ */
+bool
+ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
+{
+	TtlSkip    *s = &t->skip;
+	Buffer		buf;
+
+	if (s->ready && ttl_skip_validate(t, irel))
+	{
+		*from = s->key;
+		s->tracking = true;
+		s->pos = -1;			/* found by the first entry */
+		return true;
+	}
+	ttl_skip_forget(t);
+	buf = ttl_bt_leftmost_leaf(irel);
+	if (!BufferIsValid(buf))
+		return false;
+	ttl_skip_add(t, BufferGetBlockNumber(buf), PageGetLSN(BufferGetPage(buf)));
+	UnlockReleaseBuffer(buf);
+	s->pos = 0;
+	s->tracking = true;
+	ttl_skip_sibling(t, irel);
+	return false;
+}
+
+/*
+ * ttl_skip_resume
+ *		A later batch of the pass scans on from where the last stopped: the
+ *		page of its first entry must be one recorded.
+ */
+void
+ttl_skip_resume(TtlTarget *t)
+{
+	t->skip.pos = -1;
+}
+
+/*
+ * ttl_skip_on_page
+ *		The scan returned an entry from this leaf page.  It must be a page
+ *		recorded (its LSN read before the scan read it): the one in hand,
+ *		the next one, or, for the first entry of a scan, any of them.
+ */
+void
+ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno)
+{
+	TtlSkip    *s = &t->skip;
+
+	if (!s->tracking)
+		return;
+	if (s->pos >= 0 && s->blocks[s->pos] == blkno)
+		return;
+	if (s->pos >= 0 && s->pos + 1 < s->npages && s->blocks[s->pos + 1] == blkno)
+		s->pos++;
+	else if (s->pos < 0)
+	{
+		for (int i = 0; i < s->npages; i++)
+		{
+			if (s->blocks[i] == blkno)
+				s->pos = i;
+		}
+	}
+	if (s->pos < 0 || s->blocks[s->pos] != blkno)
+	{
+		/* a page not recorded (a split, an empty page stepped over) */
+		ttl_skip_forget(t);
+		return;
+	}
+	if (s->pos == s->npages - 1)
+		ttl_skip_sibling(t, irel);
+}
+
+/*
+ * ttl_skip_stop
+ *		The prefix ends below this key: the next pass may start at it.
+ */
+void
+ttl_skip_stop(TtlTarget *t, Datum key)
+{
+	TtlSkip    *s = &t->skip;
+	MemoryContext old;
+
+	if (!s->tracking || s->pos < 0)
+	{
+		ttl_skip_forget(t);
+		return;
+	}
+	s->tracking = false;
+	if (s->ready && !t->keybyval && DatumGetPointer(s->key) != NULL)
+		pfree(DatumGetPointer(s->key));
+	old = MemoryContextSwitchTo(t->cxt);
+	s->key = t->keybyval ? key : datumCopy(key, false, t->keylen);
+	MemoryContextSwitchTo(old);
+	/* the pages after the one holding the key are not part of it */
+	s->npages = s->pos + 1;
+	s->ready = true;
+}
+
+/*
+ * ttl_skip_entry_dead
+ *		Whether the heap tuples an index entry points at (the HOT chain from
+ *		its TID) can never be seen again (see the top of the file).  The
+ *		caller found no version of it visible to the snapshot.
+ */
+bool
+ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapshot)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
+	Buffer		buf;
+	Page		page;
+	bool		dead = false;
+
+	buf = ReadBuffer(heap, blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+
+	for (int hops = 0; hops < MaxHeapTuplesPerPage; hops++)
+	{
+		ItemId		lp;
+		HeapTupleHeader htup;
+		TransactionId xmin;
+		TransactionId xmax;
+
+		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+			break;
+		lp = PageGetItemId(page, offnum);
+		if (ItemIdIsRedirected(lp))
+		{
+			offnum = ItemIdGetRedirect(lp);
+			continue;
+		}
+		if (!ItemIdIsNormal(lp))
+		{
+			/* pruned away: nothing left to see */
+			dead = true;
+			break;
+		}
+		htup = (HeapTupleHeader) PageGetItem(page, lp);
+
+		/* inserted by a transaction the snapshot sees as committed */
+		xmin = HeapTupleHeaderGetXmin(htup);
+		if (!HeapTupleHeaderXminFrozen(htup) &&
+			(XidInMVCCSnapshot(xmin, snapshot) || !TransactionIdDidCommit(xmin)))
+			break;
+		if (HeapTupleHeaderIsHotUpdated(htup))
+		{
+			/* the next version is on the same page */
+			offnum = ItemPointerGetOffsetNumber(&htup->t_ctid);
+			continue;
+		}
+		/* the last version: deleted by such a transaction too */
+		if ((htup->t_infomask & HEAP_XMAX_INVALID) ||
+			HEAP_XMAX_IS_LOCKED_ONLY(htup->t_infomask))
+			break;
+		xmax = HeapTupleHeaderGetUpdateXid(htup);
+		dead = TransactionIdIsValid(xmax) &&
+			!XidInMVCCSnapshot(xmax, snapshot) && TransactionIdDidCommit(xmax);
+		break;
+	}
+	UnlockReleaseBuffer(buf);
+	return dead;
+}

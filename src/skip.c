@@ -26,15 +26,19 @@
  * page's LSN; so do page splits and VACUUM.  The prefix records each leaf
  * page it spans with its LSN, read before the scan read the page (the
  * right sibling's LSN is read while the scan is still on the page to its
- * left, the leftmost leaf's before the scan starts), and a pass uses the
- * prefix only after walking those pages again, from the leftmost leaf by
- * their right-links, and finding the same pages with the same LSNs.  Any
- * difference makes the pass scan from the start, and record anew.  The
- * walk reads one page per few hundred entries instead of every entry and
- * its heap tuple.
+ * left, the leftmost leaf's before the scan starts).  The last page it
+ * spans is also where new rows arrive (their keys are above the prefix's),
+ * so its LSN says nothing: the prefix's key is the last key of the page
+ * before it, and the next pass reads that last page again from there.  A
+ * pass uses the prefix only after walking its pages again, from the
+ * leftmost leaf by their right-links, and finding the same pages with the
+ * same LSNs (the last page only by its place).  Any difference makes the
+ * pass scan from the start, and record anew.  The walk reads one page per
+ * few hundred entries instead of every entry and its heap tuple.
  *
- * Memory: the prefix lives in the target's memory (targets.c), so it is
- * kept from pass to pass with the target's resolution and dropped with it.
+ * Memory: the prefix lives in a memory context of the target's (targets.c),
+ * kept from pass to pass with the target's resolution, and while the target
+ * keeps the same index when it is resolved again.
  * Locking: pages are read under a share lock, one at a time.
  *
  *-------------------------------------------------------------------------
@@ -52,6 +56,8 @@
 
 #include "compat.h"
 #include "ttl_index.h"
+
+static void ttl_skip_set_edge(TtlTarget *t, Datum key);
 
 /*
  * ttl_skip_page_lsn
@@ -90,8 +96,8 @@ ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
 
 		if (s->blocks == NULL)
 		{
-			s->blocks = MemoryContextAlloc(t->cxt, sizeof(BlockNumber) * n);
-			s->lsns = MemoryContextAlloc(t->cxt, sizeof(XLogRecPtr) * n);
+			s->blocks = MemoryContextAlloc(t->skipcxt, sizeof(BlockNumber) * n);
+			s->lsns = MemoryContextAlloc(t->skipcxt, sizeof(XLogRecPtr) * n);
 		}
 		else
 		{
@@ -114,8 +120,12 @@ ttl_skip_forget(TtlTarget *t)
 {
 	TtlSkip    *s = &t->skip;
 
-	if (s->ready && !t->keybyval && DatumGetPointer(s->key) != NULL)
+	if (s->have_edge && !t->keybyval)
+		pfree(DatumGetPointer(s->edge));
+	if (s->ready && !t->keybyval)
 		pfree(DatumGetPointer(s->key));
+	s->have_edge = false;
+	s->edge = (Datum) 0;
 	s->ready = false;
 	s->tracking = false;
 	s->key = (Datum) 0;
@@ -147,8 +157,12 @@ ttl_skip_validate(TtlTarget *t, Relation irel)
 	{
 		BlockNumber next;
 
-		if (blkno != s->blocks[i] ||
-			ttl_skip_page_lsn(irel, blkno, &next) != s->lsns[i])
+		if (blkno != s->blocks[i])
+			return false;
+		/* the last page: read again by the scan, only its place counts */
+		if (i == s->npages - 1)
+			break;
+		if (ttl_skip_page_lsn(irel, blkno, &next) != s->lsns[i])
 			return false;
 		blkno = next;
 	}
@@ -221,7 +235,8 @@ ttl_skip_resume(TtlTarget *t)
  *		the next one, or, for the first entry of a scan, any of them.
  */
 void
-ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno)
+ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
+				 bool have_prev, Datum prev_key)
 {
 	TtlSkip    *s = &t->skip;
 
@@ -230,7 +245,16 @@ ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno)
 	if (s->pos >= 0 && s->blocks[s->pos] == blkno)
 		return;
 	if (s->pos >= 0 && s->pos + 1 < s->npages && s->blocks[s->pos + 1] == blkno)
+	{
+		/* moving right: the last key of the page left behind */
+		if (!have_prev)
+		{
+			ttl_skip_forget(t);
+			return;
+		}
+		ttl_skip_set_edge(t, prev_key);
 		s->pos++;
+	}
 	else if (s->pos < 0)
 	{
 		for (int i = 0; i < s->npages; i++)
@@ -250,28 +274,53 @@ ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno)
 }
 
 /*
- * ttl_skip_stop
- *		The prefix ends below this key: the next pass may start at it.
+ * ttl_skip_set_edge
+ *		Remember the last key of the page the scan just left.
  */
-void
-ttl_skip_stop(TtlTarget *t, Datum key)
+static void
+ttl_skip_set_edge(TtlTarget *t, Datum key)
 {
 	TtlSkip    *s = &t->skip;
 	MemoryContext old;
 
-	if (!s->tracking || s->pos < 0)
+	if (s->have_edge && !t->keybyval)
+		pfree(DatumGetPointer(s->edge));
+	old = MemoryContextSwitchTo(t->skipcxt);
+	s->edge = t->keybyval ? key : datumCopy(key, false, t->keylen);
+	MemoryContextSwitchTo(old);
+	s->have_edge = true;
+}
+
+/*
+ * ttl_skip_stop
+ *		The prefix ends on the page the scan is on: every entry before, on
+ *		earlier pages and on this one, is dead.  The next pass may start at
+ *		the last key of the page before this one.
+ */
+void
+ttl_skip_stop(TtlTarget *t)
+{
+	TtlSkip    *s = &t->skip;
+
+	if (!s->tracking || s->pos < 1 || !s->have_edge)
 	{
 		ttl_skip_forget(t);
 		return;
 	}
 	s->tracking = false;
-	if (s->ready && !t->keybyval && DatumGetPointer(s->key) != NULL)
-		pfree(DatumGetPointer(s->key));
-	old = MemoryContextSwitchTo(t->cxt);
-	s->key = t->keybyval ? key : datumCopy(key, false, t->keylen);
-	MemoryContextSwitchTo(old);
-	/* the pages after the one holding the key are not part of it */
+	/* the pages after the one in hand are not part of it */
 	s->npages = s->pos + 1;
+	if (s->ready && !t->keybyval)
+		pfree(DatumGetPointer(s->key));
+	if (t->keybyval)
+		s->key = s->edge;
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(t->skipcxt);
+
+		s->key = datumCopy(s->edge, false, t->keylen);
+		MemoryContextSwitchTo(old);
+	}
 	s->ready = true;
 }
 

@@ -144,6 +144,9 @@ ttl_target_create(Oid relid, bool only, MemoryContext cxt)
 	t->relid = relid;
 	t->only = only;
 	t->cxt = AllocSetContextCreate(cxt, "ttl_index target", ALLOCSET_SMALL_SIZES);
+	t->skipcxt = AllocSetContextCreate(cxt, "ttl_index known-dead prefix",
+									   ALLOCSET_SMALL_SIZES);
+	t->skip.pos = -1;
 	return t;
 }
 
@@ -392,15 +395,15 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 {
 	MemoryContext old;
 	Form_pg_attribute att;
+	Oid			oldindex;
 
 	Assert(RelationGetRelid(rel) == t->relid);
 	if (t->resolved_gen == Generation)
 		return !t->usable ? TTL_RESOLVE_GONE :
 			OidIsValid(t->indexoid) ? TTL_RESOLVE_OK : TTL_RESOLVE_NO_INDEX;
 
+	oldindex = t->indexoid;
 	MemoryContextReset(t->cxt);
-	memset(&t->skip, 0, sizeof(TtlSkip));
-	t->skip.pos = -1;
 	t->plan = NULL;
 	t->usable = false;
 	t->resolved_gen = 0;
@@ -427,6 +430,9 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 
 	t->indexoid = ttl_find_index(t, rel);
 	MemoryContextSwitchTo(old);
+	/* the known-dead prefix is the index's: kept while it is the same one */
+	if (t->indexoid != oldindex)
+		ttl_skip_forget(t);
 	ttl_targets_watch(t->relid);
 	if (OidIsValid(t->indexoid))
 		ttl_targets_watch(t->indexoid);

@@ -199,7 +199,9 @@ typedef struct TtlSkip
 {
 	bool		ready;			/* recorded: passes may start at key */
 	bool		tracking;		/* this pass is recording it */
-	Datum		key;
+	Datum		key;			/* the last key of the last page but one */
+	bool		have_edge;
+	Datum		edge;			/* the last key of the page before pos */
 	int			npages;			/* leaf pages it spans, leftmost first */
 	int			maxpages;
 	int			pos;			/* the page the scan is on, -1: not known */
@@ -213,6 +215,7 @@ typedef struct TtlTarget
 	bool		only;			/* the parent of inheritance children: its
 								 * own rows */
 	MemoryContext cxt;			/* the resolution below lives here */
+	MemoryContext skipcxt;		/* the known-dead prefix lives here */
 	uint64		resolved_gen;	/* 0: not resolved */
 	bool		usable;			/* resolved, and the policy can run on it */
 	char	   *relname;		/* qualified, quoted */
@@ -282,8 +285,9 @@ extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
  */
 extern bool ttl_skip_start(TtlTarget *t, Relation irel, Datum *from);
 extern void ttl_skip_resume(TtlTarget *t);
-extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno);
-extern void ttl_skip_stop(TtlTarget *t, Datum key);
+extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
+							 bool have_prev, Datum prev_key);
+extern void ttl_skip_stop(TtlTarget *t);
 extern void ttl_skip_forget(TtlTarget *t);
 extern bool ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapshot);
 

@@ -209,7 +209,9 @@ ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
 				continue;
 			/* take over its resolution, memory and all */
 			MemoryContextDelete(t->cxt);
+			MemoryContextDelete(t->skipcxt);
 			MemoryContextSetParent(old->cxt, pass->cxt);
+			MemoryContextSetParent(old->skipcxt, pass->cxt);
 			memcpy(t, old, offsetof(TtlTarget, writes_at_start));
 			old->cxt = NULL;
 			break;
@@ -519,7 +521,12 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	if (t->have_resume)
 		ttl_skip_resume(t);
 	else if (ttl_skip_start(t, b->irel, &from))
+	{
+		/* the prefix may move while this scan runs: a copy of its key */
 		have_from = true;
+		if (!t->keybyval)
+			from = datumCopy(from, false, t->keylen);
+	}
 	if (t->have_resume || have_from)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
 					ttl_btree_proc(b->irel, t->keytype, BTGreaterEqualStrategyNumber),
@@ -548,6 +555,8 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			break;
 		seen++;
 		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
+						 *have_last, *last_key);
 		*have_last = !isnull;
 		if (*have_last)
 		{
@@ -564,14 +573,13 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 				MemoryContextSwitchTo(old);
 			}
 		}
-		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage);
 
 		if (!index_fetch_heap(scan, slot))
 		{
 			/* no version visible to us: gone for good, or not yet there */
 			if (t->skip.tracking &&
 				!ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot()))
-				ttl_skip_stop(t, *last_key);
+				ttl_skip_stop(t);
 			goto next;
 		}
 
@@ -632,7 +640,7 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		}
 		/* a row left in place, or deleted by a statement yet to run */
 		if (!dead && t->skip.tracking)
-			ttl_skip_stop(t, *last_key);
+			ttl_skip_stop(t);
 
 next:
 		if (seen % TTL_CLOCK_EVERY == 0)
@@ -692,7 +700,7 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 	if (t->skip.tracking)
 	{
 		if (have_last)
-			ttl_skip_stop(t, last_key);
+			ttl_skip_stop(t);
 		else
 			t->skip.tracking = false;
 	}
@@ -896,6 +904,7 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 	TimestampTz now = GetCurrentTimestamp();
 	ListCell   *lc;
 	TtlTarget  *t = NULL;
+	MemoryContext old;
 
 	*held_one = false;
 	if (!ttl_error_row_related(sqlerrcode))
@@ -929,7 +938,8 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 							failed->xmins[0], now);
 	}
 
-	/* two halves, the first retried first */
+	/* two halves, the first retried first; the list lives with the pass */
+	old = MemoryContextSwitchTo(pass->cxt);
 	for (int half = 1; half >= 0; half--)
 	{
 		int			from = half == 0 ? 0 : failed->ntids / 2;
@@ -943,6 +953,7 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 		memcpy(g->xmins, failed->xmins + from, sizeof(TransactionId) * n);
 		t->retry = lcons(g, t->retry);
 	}
+	MemoryContextSwitchTo(old);
 	pfree(failed->tids);
 	pfree(failed->xmins);
 	failed->tids = NULL;

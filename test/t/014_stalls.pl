@@ -1,0 +1,245 @@
+# Nothing stalls.  Rows that cannot be deleted are left in place and the
+# others go; rows written by a session that never goes idle are found at
+# once; a pass does not pay again and again for dead index entries an old
+# snapshot holds; and the smaller defects of the same family:
+#
+#  1. a row a NO ACTION foreign key references (seen by the pre-check, or
+#     not: the owner cannot read the referencing table), a row a BEFORE
+#     DELETE trigger refuses, a row the archive table's CHECK refuses: each
+#     is held back, counted in rows_held, logged once per kind; all other
+#     rows are deleted, and the held one goes once it can;
+#  2. a DO block that commits as it goes (with track_counts off, too): the
+#     rows it writes are deleted within a second of expiring;
+#  3. 100,000 dead index entries held by a REPEATABLE READ transaction: the
+#     passes that follow read a few entries, not all of them again, and a
+#     row inserted below them is still found;
+#  4. a policy made in a prepared transaction is served at COMMIT PREPARED;
+#  5. with ttl_index.enabled off the progress view says "disabled";
+#  6. ALTER DATABASE ... SET enable_tidscan = off does not make the executor
+#     path's batches rescan the backlog;
+#  7. DROP EXTENSION drops the indexes ttl_create_index made;
+#  8. more policies than ttl_index.max_policies: a warning, and the rest work.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+use TtlIndex;
+
+my $node = TtlIndex::node('stalls', 'ttl_index.error_delay = 1', 'max_prepared_transactions = 2',
+	'ttl_index.log_min_duration = -1');
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+my $db = 'app';
+sub sql { return $node->safe_psql($db, shift); }
+sub stat_of { my ($t, $cols) = @_; return sql("SELECT $cols FROM ttl_index_stats WHERE table_name = '$t'::regclass"); }
+sql('CREATE EXTENSION ttl_index');
+TtlIndex::wait_worker($node, $db);
+
+# ---- 1. undeletable rows
+
+sql(q{
+CREATE TABLE parent (id int PRIMARY KEY, ts timestamptz NOT NULL);
+CREATE TABLE child (pid int REFERENCES parent);
+INSERT INTO parent SELECT g, now() - interval '1 day' + g * interval '1 ms' FROM generate_series(1, 20000) g;
+INSERT INTO child VALUES (1);
+SELECT ttl_create_index('parent', 'ts', 3600);
+});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 1 FROM parent',
+	'a row a foreign key references does not stop the 19,999 others');
+is(sql('SELECT id FROM parent'), '1', 'the referenced row is left in place');
+TtlIndex::wait_is($node, $db, q{SELECT rows_held || ' ' || errors FROM ttl_index_stats WHERE table_name = 'parent'::regclass},
+	'1 0', 'the pre-check left it out: rows_held 1, no error');
+sql('DELETE FROM child');
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM parent', 'and it goes once nothing references it');
+
+# the owner cannot read the referencing table: the pre-check cannot see
+# the reference, the batch fails, and the row responsible is found
+sql(q{
+CREATE ROLE powner;
+CREATE ROLE cowner;
+GRANT CREATE ON SCHEMA public TO powner;
+CREATE TABLE parent2 (id int PRIMARY KEY, ts timestamptz NOT NULL);
+ALTER TABLE parent2 OWNER TO powner;
+GRANT REFERENCES ON parent2 TO cowner;
+CREATE TABLE child2 (pid int);
+ALTER TABLE child2 OWNER TO cowner;
+SET ROLE cowner;
+ALTER TABLE child2 ADD FOREIGN KEY (pid) REFERENCES parent2;
+RESET ROLE;
+INSERT INTO parent2 SELECT g, now() - interval '1 day' FROM generate_series(1, 1000) g;
+INSERT INTO child2 VALUES (500);
+SET ROLE powner;
+SELECT ttl_create_index('parent2', 'ts', 3600);
+});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 1 FROM parent2',
+	'a reference the pre-check cannot see: the other 999 rows are deleted');
+is(sql('SELECT id FROM parent2'), '500', 'the referenced row is found and held back');
+TtlIndex::wait_is($node, $db, q{SELECT rows_held || ' ' || (errors > 0) || ' ' || last_error_sqlstate FROM ttl_index_stats WHERE table_name = 'parent2'::regclass},
+	'1 true 23503', 'counted: rows_held 1, the error and its SQLSTATE');
+
+# a trigger that refuses some rows (a legal hold), and an archive table
+# whose CHECK refuses one
+sql(q{
+CREATE TABLE docs (id int, ts timestamptz NOT NULL, hold boolean NOT NULL DEFAULT false);
+CREATE FUNCTION docs_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.hold THEN
+		RAISE EXCEPTION 'document % is on legal hold', OLD.id;
+	END IF;
+	RETURN OLD;
+END $$;
+CREATE TRIGGER docs_hold BEFORE DELETE ON docs FOR EACH ROW EXECUTE FUNCTION docs_hold();
+INSERT INTO docs SELECT g, now() - interval '1 day', g IN (7, 250, 490) FROM generate_series(1, 500) g;
+SELECT ttl_create_index('docs', 'ts', 3600);
+CREATE TABLE orders (id int, ts timestamptz NOT NULL, total numeric);
+CREATE TABLE orders_archive (id int, ts timestamptz, total numeric CHECK (total >= 0));
+INSERT INTO orders SELECT g, now() - interval '1 day', CASE WHEN g = 42 THEN -1 ELSE g END FROM generate_series(1, 100) g;
+SELECT ttl_create_index('orders', 'ts', 3600, archive_table => 'orders_archive');
+});
+TtlIndex::wait_until($node, $db, q{SELECT (SELECT count(*) FROM docs) = 3 AND (SELECT count(*) FROM orders) = 1},
+	'the trigger\'s and the CHECK\'s rows stay, the others go');
+is(sql(q{SELECT string_agg(id::text, ',' ORDER BY id) FROM docs}), '7,250,490', 'the rows on hold are the ones left');
+is(sql(q{SELECT (SELECT id FROM orders) || ' ' || (SELECT count(*) FROM orders_archive)}), '42 99',
+	'the row the archive refuses stays, 99 are archived');
+TtlIndex::wait_is($node, $db, q{SELECT string_agg(rows_held || ' ' || last_error_sqlstate, ', ' ORDER BY policy_id) FROM ttl_index_stats WHERE table_name IN ('docs'::regclass, 'orders'::regclass)},
+	'3 P0001, 1 23514', 'rows_held and the SQLSTATE of each');
+my $log = slurp_file($node->logfile);
+my @holds = ($log =~ /an expired row of table public\.docs cannot be removed and is left in place \(SQLSTATE P0001\)/g);
+is(scalar(@holds), 1, 'three rows on hold, logged once');
+like($log, qr/an expired row of table public\.orders cannot be removed and is left in place \(SQLSTATE 23514\)/,
+	'the archive\'s refusal is logged with its SQLSTATE');
+
+# ---- 2. a writer that commits inside one DO block
+sql(q{
+CREATE TABLE stream (ts timestamptz NOT NULL);
+SELECT ttl_create_index('stream', 'ts', 0);
+});
+sleep(2.5);	# the worker has looked at the empty table, and rests
+my $bg = $node->background_psql($db);
+$bg->query_until(qr/started/, q{
+SET track_counts = off;
+\echo started
+DO $$
+BEGIN
+	FOR i IN 1 .. 50 LOOP
+		INSERT INTO stream SELECT now() + interval '1 second' + random() * interval '1 second'
+		  FROM generate_series(1, 100);
+		COMMIT;
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END $$;
+});
+my @lags;
+my $until = time() + 6;
+while (time() < $until)
+{
+	push @lags, sql(q{SELECT coalesce(extract(epoch FROM clock_timestamp() - min(ts)), 0)
+		FROM stream WHERE ts < clock_timestamp()});
+	sleep(0.1);
+}
+$bg->quit;
+@lags = sort { $a <=> $b } @lags;
+my $p95 = $lags[int(0.95 * $#lags)];
+cmp_ok($p95, '<=', 1.0, sprintf('a DO block committing as it goes (track_counts off): lag p95 %.2f s, max %.2f s over %d samples',
+	$p95, $lags[-1], scalar(@lags)));
+
+# ---- 3. dead index entries held by an old snapshot
+sql(q{
+CREATE TABLE heldback (ts timestamptz NOT NULL, pad text);
+SELECT ttl_create_index('heldback', 'ts', 0);
+});
+my $old = $node->background_psql($db);
+$old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$old->query_safe('SELECT count(*) FROM heldback');
+sql(q{INSERT INTO heldback SELECT now() - interval '1 hour' + g * interval '1 ms', 'x' FROM generate_series(1, 100000) g});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'a backlog of 100,000 drained under an old snapshot');
+sleep(2);	# the worker has reported its index reads
+my $idx = q{SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = 'heldback_ts_ttl_idx'::regclass};
+my $before = sql($idx);
+# a trickle of rows expiring at once: a pass each time
+for (1 .. 10)
+{
+	sql(q{INSERT INTO heldback VALUES (now() - interval '1 second', 'new')});
+	sleep(0.4);
+}
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'the trickle is deleted');
+sleep(2);
+my $read = sql($idx) - $before;
+cmp_ok($read, '<', 100000, "10 passes over the held dead entries read $read index entries, not 100,000 each");
+# a row inserted below the dead entries is still found
+sql(q{INSERT INTO heldback VALUES (now() - interval '2 hours', 'backfill')});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'a row inserted below them is deleted', 10);
+$old->query_safe('COMMIT');
+$old->quit;
+
+# ---- 4. a policy made in a prepared transaction
+sql(q{
+BEGIN;
+CREATE TABLE prepared (ts timestamptz NOT NULL);
+INSERT INTO prepared SELECT now() - interval '1 hour' FROM generate_series(1, 10);
+SELECT ttl_create_index('prepared', 'ts', 60);
+PREPARE TRANSACTION 'ttl';
+});
+sql(q{COMMIT PREPARED 'ttl'});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM prepared', 'COMMIT PREPARED wakes the worker', 10);
+
+# ---- 5. disabled
+$node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()');
+TtlIndex::wait_until($node, $db, "SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = '$db'",
+	'ttl_index.enabled = off: the progress view says disabled', 10);
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET ttl_index.enabled; SELECT pg_reload_conf()');
+
+# ---- 6. planner settings of the database do not reach the batches
+sql(q{
+ALTER DATABASE app SET enable_tidscan = off;
+CREATE TABLE planned (id int, ts timestamptz NOT NULL);
+CREATE TABLE planned_log (n int);
+CREATE FUNCTION planned_count() RETURNS trigger LANGUAGE plpgsql AS
+	$$ BEGIN INSERT INTO public.planned_log VALUES (1); RETURN NULL; END $$;
+CREATE TRIGGER planned_count AFTER DELETE ON planned FOR EACH STATEMENT EXECUTE FUNCTION planned_count();
+INSERT INTO planned SELECT g, now() - interval '1 day' + g * interval '1 ms' FROM generate_series(1, 50000) g;
+ANALYZE planned;
+SELECT ttl_create_index('planned', 'ts', 3600, batch_size => 1000);
+});
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM planned', 'a backlog of 50,000 on the executor path drains');
+sleep(2);
+$read = sql(q{SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = 'planned_ts_ttl_idx'::regclass});
+cmp_ok($read, '<', 150000, "with enable_tidscan = off for the database, the index was read $read times, not once per batch over the backlog");
+sql('ALTER DATABASE app RESET enable_tidscan');
+
+# ---- 7. DROP EXTENSION
+$node->safe_psql('postgres', 'CREATE DATABASE dropper');
+$node->safe_psql('dropper', q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE t (ts timestamptz);
+CREATE TABLE p (ts timestamptz) PARTITION BY RANGE (ts);
+CREATE TABLE p1 PARTITION OF p DEFAULT;
+SELECT ttl_create_index('t', 'ts', 60);
+SELECT ttl_create_index('p', 'ts', 60);
+CREATE INDEX mine ON t (ts);
+DROP EXTENSION ttl_index;
+});
+is($node->safe_psql('dropper', q{SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'}),
+	'mine', 'DROP EXTENSION drops the indexes ttl_create_index made, and only those');
+
+$node->stop;
+
+# ---- 8. more policies than counters
+my $small = TtlIndex::node('small', 'ttl_index.max_policies = 10');
+$small->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+SELECT format('CREATE TABLE t%s (ts timestamptz); SELECT ttl_create_index(%L, %L, 60); INSERT INTO t%s VALUES (now() - interval ''1 hour'')',
+	g, 't' || g, 'ts', g) FROM generate_series(1, 15) g \gexec
+});
+ok($small->poll_query_until('postgres',
+	q{SELECT count(*) = 0 FROM (SELECT * FROM t1 UNION ALL SELECT * FROM t15) x}),
+	'fifteen policies, ten counters: all purged');
+like(slurp_file($small->logfile), qr/more policies than ttl_index.max_policies \(10\)/, 'a warning says some are not counted');
+is($small->safe_psql('postgres', 'SELECT count(*) FILTER (WHERE passes > 0) <= 10 FROM ttl_index_stats'), 't',
+	'at most ten are counted');
+$small->stop;
+
+done_testing();

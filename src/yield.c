@@ -7,7 +7,7 @@
  * A drain at full speed writes WAL as fast as one core can delete rows.
  * Every commit of the application must flush the WAL inserted before it,
  * most of it ours, and on a small machine the worker also takes a core
- * (see benchmark scenario 4 in the README for what that costs).  So while
+ * (see benchmark scenario 4 in docs/benchmarks.md for what that costs).  So while
  * others are writing, a worker takes small batches (TTL_BUSY_BATCH_ROWS)
  * and, after each one that wrote, pauses so that its batches fill at most
  * ttl_index.busy_share percent of its time.  When nobody else writes, it

@@ -24,6 +24,10 @@
  * listed below; everything else, including the codes users raise from
  * triggers, is taken to be about the rows.
  *
+ * The callers catch such failures in internal subtransactions;
+ * ttl_subxact_catch() is the one way they do it, so that a cancel or a
+ * shutdown request is never taken for a row's failure.
+ *
  * Held rows are logged once per policy and SQLSTATE, not once per batch,
  * and counted in ttl_index_stats (rows_held, last_error).  At most
  * TTL_HELD_MAX rows are held per policy: past that, the failure is treated
@@ -36,6 +40,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
@@ -105,6 +110,30 @@ bool
 ttl_error_is_cancel(int sqlerrcode)
 {
 	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION;
+}
+
+/*
+ * ttl_subxact_catch
+ *		For the PG_CATCH block of an internal subtransaction: copies the
+ *		error into cxt, rolls the subtransaction back, and leaves cxt as the
+ *		current memory context and owner as the resource owner.  A cancel
+ *		or a shutdown request is thrown again; any other error is returned,
+ *		the caller's to report and free.
+ */
+ErrorData *
+ttl_subxact_catch(MemoryContext cxt, ResourceOwner owner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (ttl_error_is_cancel(edata->sqlerrcode))
+		ReThrowError(edata);
+	return edata;
 }
 
 /*

@@ -172,17 +172,9 @@ ttl_partition_drop(Oid child)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		/* a cancel or a shutdown is not the drop's failure: rethrown */
+		ErrorData  *edata = ttl_subxact_catch(cxt, owner);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		/* a cancel or a shutdown is not the drop's failure */
-		if (ttl_error_is_cancel(edata->sqlerrcode))
-			ReThrowError(edata);
 		/* once per partition, not at every pass */
 		ereport(child == last_logged ? DEBUG1 : LOG,
 				(errmsg("ttl_index: could not drop expired partition %s, deleting its rows instead: %s",

@@ -219,18 +219,8 @@ ttl_probe_table(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		/* a cancel or a shutdown is not the filter's failure */
-		if (ttl_error_is_cancel(edata->sqlerrcode))
-			ReThrowError(edata);
-		FreeErrorData(edata);
+		/* a cancel or a shutdown is not the filter's failure: rethrown */
+		FreeErrorData(ttl_subxact_catch(cxt, owner));
 		result = TTL_PROBE_UNKNOWN;
 	}
 	PG_END_TRY();

@@ -122,17 +122,10 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			}
 			PG_CATCH();
 			{
-				ErrorData  *edata;
+				ErrorData  *edata = ttl_subxact_catch(cxt, owner);
 				bool		held_one;
 
-				MemoryContextSwitchTo(cxt);
-				edata = CopyErrorData();
-				FlushErrorState();
-				RollbackAndReleaseCurrentSubTransaction();
 				MemoryContextSwitchTo(batchcxt);
-				CurrentResourceOwner = owner;
-				if (ttl_error_is_cancel(edata->sqlerrcode))
-					ReThrowError(edata);
 				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one))
 				{
 					*failed = edata;

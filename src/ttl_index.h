@@ -39,16 +39,17 @@
 #define TTL_INDEX_H
 
 #include "access/attnum.h"
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
 #include "port/atomics.h"
-#include "access/xlogdefs.h"
 #include "storage/block.h"
 #include "storage/itemptr.h"
-#include "utils/snapshot.h"
 #include "storage/lwlock.h"
 #include "utils/relcache.h"
+#include "utils/resowner.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 #define TTL_EXTENSION_NAME		"ttl_index"
@@ -299,6 +300,7 @@ typedef struct TtlHeld TtlHeld;
 
 extern bool ttl_error_row_related(int sqlerrcode);
 extern bool ttl_error_is_cancel(int sqlerrcode);
+extern ErrorData *ttl_subxact_catch(MemoryContext cxt, ResourceOwner owner);
 extern TtlHeld *ttl_held_create(MemoryContext cxt);
 extern bool ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid,
 						  TransactionId xmin, TimestampTz now);

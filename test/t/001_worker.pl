@@ -7,24 +7,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-max_worker_processes = 16
-restart_after_crash = on
-});
-$node->start;
-
-# worker_pid(db): pid of the ttl_index worker connected to db, or ''
-sub worker_pid
-{
-	my ($db) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'");
-}
+my $node = TtlIndex::node('main', 'max_worker_processes = 16', 'restart_after_crash = on');
 
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 my ($ret, $stdout, $stderr) = $node->psql('app', 'CREATE EXTENSION ttl_index');
@@ -34,9 +21,7 @@ unlike($stderr, qr/WARNING/, 'no warning when preloaded');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index launcher'"),
 	'launcher runs');
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app'"),
-	'worker started by itself for the database with the extension');
+TtlIndex::wait_worker($node, 'app', 'worker started by itself for the database with the extension');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'postgres'"),
 	'0', 'no worker stays in a database without the extension');
@@ -95,12 +80,10 @@ ok($node->poll_query_until('app', "SELECT count(*) = 0 FROM sessions WHERE note 
 	'served after a restart');
 
 # kill -9 of the worker: crash restart, then served again
-my $pid = worker_pid('app');
+my $pid = TtlIndex::worker_pid($node, 'app');
 ok($pid, 'worker running before kill -9');
 kill 'KILL', $pid;
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app' AND pid <> $pid"),
-	'worker back after kill -9 of the worker');
+TtlIndex::wait_worker($node, 'app', 'worker back after kill -9 of the worker', $pid);
 $node->safe_psql('app', "INSERT INTO sessions (created_at, note) SELECT now() - interval '2 hours', 'old' FROM generate_series(1, 100)");
 ok($node->poll_query_until('app', "SELECT count(*) = 0 FROM sessions WHERE note = 'old'"),
 	'served after kill -9 of the worker');
@@ -110,9 +93,7 @@ my $bg = $node->background_psql('app');
 my $backend = $bg->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $backend;
 eval { $bg->quit; };
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app'"),
-	'worker back after kill -9 of a backend');
+TtlIndex::wait_worker($node, 'app', 'worker back after kill -9 of a backend');
 $node->safe_psql('app', "INSERT INTO sessions (created_at, note) SELECT now() - interval '2 hours', 'old' FROM generate_series(1, 100)");
 ok($node->poll_query_until('app', "SELECT count(*) = 0 FROM sessions WHERE note = 'old'"),
 	'served after kill -9 of a backend');
@@ -120,9 +101,7 @@ ok($node->poll_query_until('app', "SELECT count(*) = 0 FROM sessions WHERE note 
 # DROP EXTENSION stops the worker
 $node->safe_psql('postgres', 'CREATE DATABASE dropper');
 $node->safe_psql('dropper', "CREATE EXTENSION ttl_index; CREATE TABLE x (at timestamptz); SELECT ttl_create_index('x', 'at', 60)");
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'dropper'"),
-	'worker for a third database');
+TtlIndex::wait_worker($node, 'dropper', 'worker for a third database');
 $node->safe_psql('dropper', 'DROP EXTENSION ttl_index');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'dropper'"),

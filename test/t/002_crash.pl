@@ -11,28 +11,17 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-restart_after_crash = on
-});
-$node->start;
+my $node = TtlIndex::node('crash', 'restart_after_crash = on');
 
 # expired rows have ids below $KEEP_ID, unexpired ones from $KEEP_ID on
 my $KEEP_ID = 100_000_000;
 my $BACKLOG = 2_000_000;
 my $expired = 0;			# expired rows inserted so far
 my $keep = 0;				# unexpired rows inserted so far
-
-# worker_pid(): pid of the worker of database app, or ''
-sub worker_pid
-{
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app'");
-}
 
 sub rows_deleted
 {
@@ -83,9 +72,7 @@ SELECT $expired - (SELECT count(*) FROM events WHERE id < $KEEP_ID),
 sub wait_back
 {
 	my ($oldpid, $label) = @_;
-	ok($node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app' AND pid <> $oldpid"),
-		"$label: worker back by itself");
+	TtlIndex::wait_worker($node, 'app', "$label: worker back by itself", $oldpid);
 }
 
 # wait_drained(label, since): all expired rows gone, and a batch ended
@@ -129,7 +116,7 @@ $node->safe_psql('app', "SELECT ttl_create_index('events', 'ts', 3600)");
 ok($node->poll_query_until('app',
 	"SELECT rows_deleted >= 200000 FROM ttl_index_stats WHERE table_name = 'events'::regclass"),
 	'crash 1: the worker is deleting the backlog');
-my $pid = worker_pid();
+my $pid = TtlIndex::worker_pid($node, 'app');
 my $before = rows_deleted();
 cmp_ok($before, '<', $expired, "crash 1: still draining when killed ($before deleted)");
 my $log_offset = -s $node->logfile;
@@ -151,7 +138,7 @@ add_expired($BACKLOG);
 ok($node->poll_query_until('app',
 	"SELECT rows_deleted >= $base + 200000 FROM ttl_index_stats WHERE table_name = 'events'::regclass"),
 	'crash 2: the worker is deleting the fresh backlog');
-$pid = worker_pid();
+$pid = TtlIndex::worker_pid($node, 'app');
 $before = rows_deleted() - $base;
 cmp_ok($before, '<', $BACKLOG, "crash 2: still draining at the shutdown ($before deleted)");
 $log_offset = -s $node->logfile;
@@ -175,7 +162,7 @@ ok($node->poll_query_until('app', q{
 SELECT count(*) = 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
  WHERE a.backend_type = 'ttl_index worker' AND l.locktype = 'advisory' AND NOT l.granted}),
 	'crash 3: the worker waits inside a batch, after its DELETE');
-$pid = worker_pid();
+$pid = TtlIndex::worker_pid($node, 'app');
 # keep the next worker idle, to see what the crash left behind
 $node->safe_psql('app', 'ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()');
 ok($node->poll_query_until('app', 'SHOW ttl_index.enabled', 'off'),

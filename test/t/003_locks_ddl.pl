@@ -13,27 +13,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('ddl');
-$node->init;
 # A time zone west of UTC: a timestamp (without time zone) cutoff read as
 # UTC would keep rows that expired hours ago.
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-max_worker_processes = 16
-timezone = 'America/New_York'
-});
-$node->start;
+my $node = TtlIndex::node('ddl', "max_worker_processes = 16", "timezone = 'America/New_York'");
 
 my $db = 'app';
-
-sub worker_pid
-{
-	my ($d) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$d'");
-}
 
 # policy_stat(table, columns): a row of ttl_index_stats
 sub policy_stat
@@ -99,10 +87,8 @@ BEGIN
 END
 $$;
 });
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'"),
-	'worker running');
-my $pid = worker_pid($db);
+TtlIndex::wait_worker($node, $db, 'worker running');
+my $pid = TtlIndex::worker_pid($node, $db);
 
 # ---- a table locked by someone else is skipped, the others are purged
 
@@ -151,7 +137,7 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 ok($node->poll_query_until($db, "SELECT count(*) = 10 FROM a"),
 	"a's expired rows deleted once the lock holder commits");
-is(worker_pid($db), $pid, 'same worker process throughout');
+is(TtlIndex::worker_pid($node, $db), $pid, 'same worker process throughout');
 
 # ---- DDL on a table in the middle of a drain
 
@@ -204,7 +190,7 @@ is($node->safe_psql($db,
 	'SELECT count(*) FROM ttl_index_policy p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid)'),
 	'0', 'DROP TABLE: no policy left pointing at a missing table');
 control_purged('DROP TABLE');
-is(worker_pid($db), $pid, 'DROP TABLE: same worker process');
+is(TtlIndex::worker_pid($node, $db), $pid, 'DROP TABLE: same worker process');
 
 # TRUNCATE
 backlog('d_trunc', 'timestamptz');
@@ -277,7 +263,7 @@ is($node->safe_psql($db,
 	'0', 'DROP COLUMN: its policy is gone');
 
 control_purged('after all the DDL');
-is(worker_pid($db), $pid, 'after all the DDL: same worker process');
+is(TtlIndex::worker_pid($node, $db), $pid, 'after all the DDL: same worker process');
 my $log = slurp_file($node->logfile, $log_offset);
 unlike($log, qr/terminated by signal|PANIC|server process .* was terminated/,
 	'no crash in the server log');
@@ -287,9 +273,7 @@ unlike($log, qr/terminated by signal|PANIC|server process .* was terminated/,
 my ($ret, $stderr, $secs) = timed('postgres', "CREATE DATABASE app_copy TEMPLATE $db");
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while the worker runs') or diag $stderr;
 cmp_ok($secs, '<', 3, sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app_copy'"),
-	'the copy gets its own worker');
+TtlIndex::wait_worker($node, 'app_copy', 'the copy gets its own worker');
 $node->safe_psql('app_copy',
 	"INSERT INTO control SELECT now() - interval '2 hours' FROM generate_series(1, 100)");
 ok($node->poll_query_until('app_copy',
@@ -301,9 +285,7 @@ control_purged('after CREATE DATABASE ... TEMPLATE');
 is($ret, 0, 'ALTER DATABASE ... RENAME succeeds while the worker runs') or diag $stderr;
 cmp_ok($secs, '<', 3, sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
 $db = 'app2';
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app2'"),
-	'the worker comes back to the renamed database');
+TtlIndex::wait_worker($node, 'app2', 'the worker comes back to the renamed database');
 control_purged('after ALTER DATABASE ... RENAME');
 
 $node->stop;

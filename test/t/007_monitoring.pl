@@ -9,16 +9,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('monitoring');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-ttl_index.log_min_duration = 0
-restart_after_crash = on
-});
-$node->start;
+my $node = TtlIndex::node('monitoring', 'ttl_index.log_min_duration = 0', 'restart_after_crash = on');
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;

@@ -7,16 +7,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('rate');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-ttl_index.enabled = off
-ttl_index.rate_limit = 4000
-});
-$node->start;
+my $node = TtlIndex::node('rate', 'ttl_index.enabled = off', 'ttl_index.rate_limit = 4000');
 
 # two databases share the limit
 foreach my $db ('one', 'two')

@@ -11,16 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TtlIndex;
 
-my $node = PostgreSQL::Test::Cluster->new('commit');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-ttl_index.batch_size = 1000
-wal_writer_delay = 10s
-fsync = on
-});
-$node->start;
+my $node = TtlIndex::node('commit', 'ttl_index.batch_size = 1000', 'wal_writer_delay = 10s', 'fsync = on');
 $node->safe_psql('postgres', 'CREATE EXTENSION ttl_index');
 
 # WAL syncs so far: pg_stat_wal.wal_sync, which PostgreSQL 18 moved to

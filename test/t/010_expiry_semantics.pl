@@ -14,22 +14,17 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
 my $start = time();
 
-my $node = PostgreSQL::Test::Cluster->new('semantics');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-});
-$node->start;
+my $node = TtlIndex::node('semantics');
 
 $node->safe_psql('postgres', 'CREATE DATABASE app');
 $node->safe_psql('app', 'CREATE EXTENSION ttl_index');
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app'"),
-	'the worker of the database runs');
+TtlIndex::wait_worker($node, 'app', 'the worker of the database runs');
 
 # sql(query): its output in the database app
 sub sql
@@ -37,31 +32,10 @@ sub sql
 	return $node->safe_psql('app', shift);
 }
 
-# wait_until(query, name[, seconds]): a test that the query returns t within
-# the time (30 s by default), polled by poll_query_until
-sub wait_until
-{
-	my ($query, $name, $secs) = @_;
-	local $PostgreSQL::Test::Utils::timeout_default = $secs // 30;
-	return ok($node->poll_query_until('app', $query), $name);
-}
-
-# wait_is(query, expected, name[, seconds]): a test that the query's output
-# becomes the expected one within the time; the stats counters are bumped
-# just after the batch commits, so they may trail the table by a moment
-sub wait_is
-{
-	my ($query, $expected, $name, $secs) = @_;
-	my $deadline = time() + ($secs // 10);
-	my $got;
-	for (;;)
-	{
-		$got = sql($query);
-		last if $got eq $expected || time() > $deadline;
-		sleep(0.1);
-	}
-	return is($got, $expected, $name);
-}
+# wait_until(query, name[, seconds]), wait_is(query, expected, name[,
+# seconds]): TtlIndex's, in the database app
+sub wait_until { return TtlIndex::wait_until($node, 'app', @_); }
+sub wait_is { return TtlIndex::wait_is($node, 'app', @_); }
 
 # stats_query(table, columns): the query of those columns of the table's
 # ttl_index_stats row; stats(table, columns): its output

@@ -11,17 +11,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
 my $rows = 1000000;
 
-my $node = PostgreSQL::Test::Cluster->new('yield');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-ttl_index.enabled = off
-});
-$node->start;
+my $node = TtlIndex::node('yield', 'ttl_index.enabled = off');
 
 foreach my $db ('one', 'two')
 {

@@ -10,6 +10,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep);
 use List::Util qw(max);
+use FindBin;
+use lib $FindBin::RealBin;
+use TtlIndex;
 
 # the nice value in the text of a /proc/PID/stat file (its 19th field)
 sub nice_in_stat
@@ -26,14 +29,7 @@ sub nice_of
 	return nice_in_stat(slurp_file("/proc/$pid/stat"));
 }
 
-my $node = PostgreSQL::Test::Cluster->new('nice');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'ttl_index'
-ttl_index.launcher_naptime = 1
-ttl_index.max_sleep = 100
-});
-$node->start;
+my $node = TtlIndex::node('nice', 'ttl_index.max_sleep = 100');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;
 CREATE TABLE t (id bigserial, ts timestamptz NOT NULL);

@@ -4,7 +4,8 @@
 #
 #   my $node = TtlIndex::node('name', 'extra = conf', ...);  # preloaded, started
 #   TtlIndex::worker_pid($node, 'db')        # pid of the db's worker, or ''
-#   TtlIndex::wait_worker($node, 'db')       # a worker runs for db
+#   TtlIndex::wait_worker($node, 'db'[, $name[, $oldpid]])
+#                                            # a worker runs for db (not $oldpid)
 #   TtlIndex::wait_until($node, 'db', $query, $name[, $seconds])
 #   TtlIndex::wait_is($node, 'db', $query, $expected, $name[, $seconds])
 #   TtlIndex::version($node)                 # server_version_num
@@ -40,13 +41,15 @@ sub worker_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'");
 }
 
-# wait_worker(node, db): a test that a worker runs for the database
+# wait_worker(node, db[, name[, oldpid]]): a test that a worker runs for
+# the database (in another process than oldpid, when given)
 sub wait_worker
 {
-	my ($node, $db) = @_;
+	my ($node, $db, $name, $oldpid) = @_;
+	my $other = defined $oldpid ? " AND pid <> $oldpid" : '';
 	return ok($node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'"),
-		"the worker of database $db runs");
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'$other"),
+		$name // "the worker of database $db runs");
 }
 
 # wait_until(node, db, query, name[, seconds]): a test that the query

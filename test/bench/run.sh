@@ -11,14 +11,18 @@
 #   4. foreground impact: an app's pgbench workload while the worker is
 #      switched on and off every second, at its defaults (which give way to
 #      writers), then at the server's CPU priority, full speed and rate limits
-#   5. idle cost: the worker's CPU with 1,000 policies and nothing to delete
+#   5. idle cost: the worker's CPU with 1,000 and 10,000 policies and nothing
+#      to delete
 #   6. scale of policies: one ttl_runner() pass over 1 to 10,000 due policies
 #   7. memory: the worker's RSS while it drains the backlog of scenario 3
+#   8. dead entries held: the worker's CPU and a trickle's lag while 1M, then
+#      10M, deleted rows' index entries cannot be removed (a long query holds
+#      the xmin horizon)
 #
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
 # the run, two PNG charts drawn with gnuplot) go to DIR (default
-# test/bench/results/).  The full run takes about 8 minutes on 2 cores;
+# test/bench/results/).  The full run takes about 20 minutes on 2 cores;
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
@@ -35,7 +39,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 smoke=0
 out=$here/test/bench/results
 runs=3
-only="1 2 3 4 5 6 7"
+only="1 2 3 4 5 6 7 8"
 extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -65,10 +69,10 @@ fi
 # ---------------------------------------------------------------- sizes
 if [ $smoke = 1 ]; then
 	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=4; s4_win=0.5; s4_runs=2
-	s5_tables=100; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2
+	s5_sizes="100"; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2; s8_sizes="20000"; s8_secs=5
 else
 	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_win=1; s4_runs=5
-	s5_tables=1000; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3
+	s5_sizes="1000 10000"; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3; s8_sizes="1000000 10000000"; s8_secs=30
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
@@ -85,7 +89,7 @@ teepid=$!
 command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
 
 started=$(date +%s)
-echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 8 minutes on 2 cores")), results in $out"
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 20 minutes on 2 cores")), results in $out"
 
 # ---------------------------------------------------------------- server
 sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)
@@ -234,8 +238,33 @@ BEGIN
 		PERFORM pg_sleep(greatest(0, extract(epoch FROM t0 + k * interval '200 ms' - clock_timestamp())));
 	END LOOP;
 END $$;
+
+-- Every 200 ms, for `seconds`, the float8 that `query` returns, as the
+-- sample of table `tbl`
+CREATE PROCEDURE bench_sample_query(scenario int, tbl text, query text, seconds float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	el float8;
+	k int := 0;
+	a float8;
+BEGIN
+	LOOP
+		el := extract(epoch FROM clock_timestamp() - t0);
+		EXECUTE query INTO a;
+		INSERT INTO bench_sample VALUES (scenario, el, tbl, a, NULL);
+		COMMIT;
+		EXIT WHEN el >= seconds;
+		k := k + 1;
+		PERFORM pg_sleep(greatest(0, extract(epoch FROM t0 + k * interval '200 ms' - clock_timestamp())));
+	END LOOP;
+END $$;
 SQL
 worker_pid >/dev/null
+
+# ticks PID: CPU time (utime + stime, in clock ticks) of a process so far
+ticks() { sed 's/.*) //' /proc/$1/stat | awk '{print $12 + $13}'; }
+tck=$(getconf CLK_TCK)
 
 # ---------------------------------------------------------------- helpers
 # nearest-rank percentile of the numbers on stdin: pct P
@@ -741,34 +770,38 @@ SQL
 
 # ---------------------------------------------------------------- 5
 s5() {
-	local n=$s5_tables secs=$s5_secs pid tck a0 a1 l0 l1 lpid pct_w pct_l
+	local n have=0 secs=$s5_secs pid a0 a1 l0 l1 lpid pct_w pct_l goal
 	echo
-	echo "== 5. idle cost: $(fmt $n) policies on $(fmt $n) tables, nothing expiring (3 rows each, expiring in 1 day); worker CPU over $secs s"
+	echo "== 5. idle cost: $(sed 's/ / and /' <<<"$s5_sizes") policies, one table each, nothing expiring (3 rows per table, expiring in 1 day); worker CPU over $secs s"
 	worker on
-	sql "DO \$\$ BEGIN FOR i IN 1..$n LOOP
-		EXECUTE format('CREATE TABLE s5_%s (id int, expires_at timestamptz NOT NULL)', i);
-		EXECUTE format('INSERT INTO s5_%s SELECT g, now() + interval ''1 day'' FROM generate_series(1, 3) g', i);
-		PERFORM ttl_create_index(format('s5_%s', i)::regclass, 'expires_at', 0);
-		IF i % 100 = 0 THEN COMMIT; END IF;
-	END LOOP; END \$\$"
-	# let the worker read the new policies and settle
-	sleep 3
-	pid=$(worker_pid)
-	lpid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index launcher'")
-	tck=$(getconf CLK_TCK)
-	ticks() { sed 's/.*) //' /proc/$1/stat | awk '{print $12 + $13}'; }
-	a0=$(ticks "$pid"); l0=$(ticks "$lpid")
-	sleep "$secs"
-	a1=$(ticks "$pid"); l1=$(ticks "$lpid")
-	pct_w=$(calc "($a1 - $a0) / $tck / $secs * 100" 2)
-	pct_l=$(calc "($l1 - $l0) / $tck / $secs * 100" 2)
-	printf '%-30s %10s %12s\n' process "CPU ticks" "% of a core"
-	printf '%-30s %10s %12s\n' "worker (pid $pid)" "$((a1 - a0))" "$pct_w"
-	printf '%-30s %10s %12s\n' "launcher (pid $lpid)" "$((l1 - l0))" "$pct_l"
+	printf '%10s %-30s %10s %12s\n' policies process "CPU ticks" "% of a core"
+	printf 'policies\tseconds\tworker_ticks\tworker_pct\tlauncher_pct\n' > "$out/s5_idle.tsv"
+	for n in $s5_sizes; do
+		sql "DO \$\$ BEGIN FOR i IN $((have + 1))..$n LOOP
+			EXECUTE format('CREATE TABLE s5_%s (id int, expires_at timestamptz NOT NULL)', i);
+			EXECUTE format('INSERT INTO s5_%s SELECT g, now() + interval ''1 day'' FROM generate_series(1, 3) g', i);
+			PERFORM ttl_create_index(format('s5_%s', i)::regclass, 'expires_at', 0);
+			IF i % 100 = 0 THEN COMMIT; END IF;
+		END LOOP; END \$\$"
+		have=$n
+		# let the worker read the new policies and settle
+		sleep $([ $n -ge 10000 ] && echo 10 || echo 3)
+		pid=$(worker_pid)
+		lpid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'ttl_index launcher'")
+		a0=$(ticks "$pid"); l0=$(ticks "$lpid")
+		sleep "$secs"
+		a1=$(ticks "$pid"); l1=$(ticks "$lpid")
+		pct_w=$(calc "($a1 - $a0) / $tck / $secs * 100" 2)
+		pct_l=$(calc "($l1 - $l0) / $tck / $secs * 100" 2)
+		printf '%10s %-30s %10s %12s\n' "$(fmt "$n")" "worker (pid $pid)" "$((a1 - a0))" "$pct_w"
+		printf '%10s %-30s %10s %12s\n' "" "launcher (pid $lpid)" "$((l1 - l0))" "$pct_l"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct_w" "$pct_l" >> "$out/s5_idle.tsv"
+		# 1% of a core up to 1,000 policies, 5% at 10,000
+		goal=$([ "$n" -gt 1000 ] && echo 5 || echo 1)
+		target 5 "idle worker CPU, $(fmt "$n") policies (% core)" "$pct_w" "< $goal" "$(awk -v a="$pct_w" -v g=$goal 'BEGIN {print (a < g) ? 1 : 0}')"
+	done
 	echo "  ($tck ticks/s; utime + stime from /proc/PID/stat)"
-	printf 'policies\tseconds\tworker_ticks\tworker_pct\tlauncher_pct\n%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct_w" "$pct_l" > "$out/s5_idle.tsv"
-	target 5 "idle worker CPU (% of a core)" "$pct_w" "< 1" "$(awk -v a="$pct_w" 'BEGIN {print (a < 1) ? 1 : 0}')"
-	sql "DO \$\$ BEGIN FOR i IN 1..$n LOOP EXECUTE format('DROP TABLE s5_%s', i); IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
+	sql "DO \$\$ BEGIN FOR i IN 1..$have LOOP EXECUTE format('DROP TABLE s5_%s', i); IF i % 100 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
 }
 
 # ---------------------------------------------------------------- 6
@@ -815,8 +848,76 @@ s6() {
 	sql "DO \$\$ BEGIN FOR i IN 1..$have LOOP EXECUTE format('DROP TABLE s6_%s', i); IF i % 500 = 0 THEN COMMIT; END IF; END LOOP; END \$\$"
 }
 
+# ---------------------------------------------------------------- 8
+# The dead index entries of rows the worker deleted cannot be removed (by
+# VACUUM or by index scans marking them) while an older snapshot may still
+# see the rows.  A pass that walked them from the start of the index each
+# time would pay for all of them at every pass; this measures what the
+# worker costs then, with a trickle of new rows expiring at the front.
+s8() {
+	local n secs=$s8_secs pid holder a0 a1 pct p99 max left trickle
+	echo
+	echo "== 8. dead entries held: N expired rows deleted by the worker while a long query holds the xmin horizon, then"
+	echo "   10 rows a second expiring 1 s after insertion; the worker's CPU and the trickle's lag over $secs s"
+	printf '%12s %12s %12s %10s %10s %10s\n' "dead rows" "CPU ticks" "% of a core" "lag p99" "lag max" "left"
+	printf 'dead_rows\tseconds\tworker_ticks\tworker_pct\tlag_p99\tlag_max\n' > "$out/s8_dead.tsv"
+	for n in $s8_sizes; do
+		worker off
+		Q >/dev/null <<SQL
+CREATE TABLE s8_dead (id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL, payload text) WITH (autovacuum_enabled = off);
+INSERT INTO s8_dead (expires_at, payload)
+  SELECT timestamptz '$base' - interval '1 day' + g * interval '1 ms', rpad(g::text, 40, '.') FROM generate_series(1, $n) g;
+CREATE INDEX s8_dead_expires_at ON s8_dead (expires_at);
+SELECT ttl_create_index('s8_dead', 'expires_at', 0);
+VACUUM ANALYZE s8_dead;
+SQL
+		# the query that holds the horizon from before the rows are deleted
+		$psql_base -d bench -c "SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+		holder=$!
+		for _ in $(seq 1 100); do
+			[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)' AND backend_xmin IS NOT NULL")" = 1 ] && break
+			sleep 0.1
+		done
+		sql "CALL bench_open('s8_$n', 's8_dead')"
+		worker on
+		sql "CALL bench_wait_deleted('s8_$n', 's8_dead', $n, 900)"
+		[ "$(sql "SELECT reached FROM bench_event WHERE label = 's8_$n'")" = t ] ||
+			die "scenario 8: the worker did not delete $n rows within 900 s"
+		sleep 2
+		# a short session a second, as an application's would
+		(
+			t0=$(date +%s%N)
+			for k in $(seq 1 $((secs + 2))); do
+				sql "INSERT INTO s8_dead (expires_at, payload) SELECT now() + interval '1 s', 'trickle' FROM generate_series(1, 10)" >/dev/null
+				sleep "$(awk -v t="$(( t0 + k * 1000000000 - $(date +%s%N) ))" 'BEGIN {printf "%.3f", (t > 0 ? t / 1e9 : 0)}')"
+			done
+		) &
+		trickle=$!
+		pid=$(worker_pid)
+		a0=$(ticks "$pid")
+		# the trickle's lag, read through the primary key (the rows with ids
+		# past the backlog), never through the index full of dead entries
+		sql "CALL bench_sample_query(8, 's8_$n', 'SELECT coalesce(extract(epoch FROM clock_timestamp() - min(expires_at)), 0) FROM s8_dead WHERE id > $n AND expires_at < clock_timestamp()', $secs)"
+		a1=$(ticks "$pid")
+		kill $trickle 2>/dev/null || true
+		wait $trickle 2>/dev/null || true
+		pct=$(calc "($a1 - $a0) / $tck / $secs * 100" 2)
+		p99=$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 99)
+		max=$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 100)
+		left=$(sql "SELECT count(*) FROM s8_dead WHERE id > $n AND expires_at < now() - interval '3 s'")
+		sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)'" >/dev/null
+		wait $holder 2>/dev/null || true
+		printf '%12s %12s %12s %10s %10s %10s\n' "$(fmt "$n")" "$((a1 - a0))" "$pct" "$p99" "$max" "$left"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct" "$p99" "$max" >> "$out/s8_dead.tsv"
+		target 8 "worker CPU, $(fmt "$n") dead entries (% core)" "$pct" "< 5" "$(awk -v a="$pct" 'BEGIN {print (a < 5) ? 1 : 0}')"
+		target 8 "trickle lag p99, $(fmt "$n") dead (s)" "$p99" "<= 1" "$(le "$p99" 1)"
+		sql "DROP TABLE s8_dead"
+	done
+	echo "  (lag: age of the oldest expired trickle row, every 200 ms, from 2 s on; left: expired trickle rows still there at the end)"
+}
+
 # ---------------------------------------------------------------- run
-for s in 1 2 3 4 5 6; do
+for s in 1 2 3 4 5 6 8; do
 	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
 		t=$(date +%s)
 		s$s

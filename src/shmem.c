@@ -19,6 +19,9 @@
  *				(stats.c owns its contents and rules).
  *	counters	no lock: the XIDs the workers took (yield.c) and the write
  *				counters (writes.c) are atomics.
+ *	wait events	on 17+, the names of the workers' and the launcher's wait
+ *				events (ttl_wait_event), registered by the server in its
+ *				own shared memory under its own lock.
  *
  * Accessors that hand out a slot Assert that the slots lock is held; the
  * others take and release the lock themselves.  Only the postmaster creates
@@ -40,7 +43,9 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
+#include "compat.h"
 #include "shmem.h"
 #include "ttl_index.h"
 
@@ -98,7 +103,7 @@ Size
 ttl_shmem_size(void)
 {
 	return add_size(ttl_shared_size(),
-					hash_estimate_size(ttl_max_policies, ttl_stats_entry_size()));
+					hash_estimate_size(ttl_max_policies, sizeof(TtlStatsEntry)));
 }
 
 /*
@@ -145,17 +150,56 @@ ttl_shmem_init(void)
 	 * on, and stats.c refuses entries beyond ttl_index.max_policies.
 	 */
 	memset(&info, 0, sizeof(info));
-	info.keysize = ttl_stats_key_size();
-	info.entrysize = ttl_stats_entry_size();
+	info.keysize = sizeof(TtlStatsKey);
+	info.entrysize = sizeof(TtlStatsEntry);
 	StatsHash = ShmemInitHash("ttl_index policy stats",
 							  ttl_max_policies, ttl_max_policies,
 							  &info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 
 	LWLockRelease(AddinShmemInitLock);
+}
 
-	/* in the postmaster: the counters a clean shutdown saved */
-	if (!IsUnderPostmaster)
-		ttl_stats_init();
+/*
+ * ttl_wait_event
+ *		The wait event to show in pg_stat_activity while waiting in a phase:
+ *		a named one where the server offers them (17+: the names live in
+ *		shared memory, registered on first use and cached per process),
+ *		else "Extension".
+ */
+uint32
+ttl_wait_event(const char *name)
+{
+#ifdef TTL_HAVE_NAMED_WAIT_EVENTS
+	static char names[8][32];
+	static uint32 events[8];
+	static int	n = 0;
+	char		full[64];
+
+	for (int i = 0; i < n; i++)
+	{
+		if (strcmp(names[i], name) == 0)
+			return events[i];
+	}
+	snprintf(full, sizeof(full), "TtlIndex%c%s", pg_toupper((unsigned char) name[0]), name + 1);
+	/* "rate limited" -> "TtlIndexRateLimited" */
+	for (char *c = full; *c; c++)
+	{
+		if (*c == ' ')
+		{
+			memmove(c, c + 1, strlen(c));
+			*c = pg_toupper((unsigned char) *c);
+		}
+	}
+	if (n < lengthof(names))
+	{
+		strlcpy(names[n], name, sizeof(names[n]));
+		events[n] = WaitEventExtensionNew(full);
+		return events[n++];
+	}
+	return WaitEventExtensionNew(full);
+#else
+	return PG_WAIT_EXTENSION;
+#endif
 }
 
 /*

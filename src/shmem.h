@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * shmem.h
- *	  The database slots in shared memory, for the two files that handle
- *	  them directly: shmem.c, which owns them, and launcher.c.  Every other
- *	  file goes through the accessors declared in ttl_index.h.
+ *	  The shapes of the shared areas, for the files that handle them
+ *	  directly: shmem.c, which creates them; launcher.c, which runs the
+ *	  database slots; stats.c, which owns the stats hash's entries.  Every
+ *	  other file goes through the accessors declared in ttl_index.h.
  *
  * Locking: see shmem.c.
  *
@@ -13,6 +14,7 @@
 #define TTL_SHMEM_H
 
 #include "storage/latch.h"
+#include "storage/spin.h"
 #include "ttl_index.h"
 
 /*
@@ -42,6 +44,23 @@ typedef struct TtlDbSlot
 	int64		turns;			/* workers started for it */
 	TtlProgress progress;		/* what the worker is doing now */
 } TtlDbSlot;
+
+/*
+ * One policy's counters in the stats hash (stats.c: the entry is found and
+ * created under the stats lock, its counters changed under its mutex).
+ */
+typedef struct TtlStatsKey
+{
+	Oid			dboid;
+	int32		policy_id;
+} TtlStatsKey;
+
+typedef struct TtlStatsEntry
+{
+	TtlStatsKey key;			/* hash key: must be first */
+	slock_t		mutex;			/* protects the counters */
+	TtlStatsCounters c;
+} TtlStatsEntry;
 
 extern LWLock *ttl_shmem_slots_lock(void);
 extern int	ttl_shmem_nslots(void);

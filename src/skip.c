@@ -37,8 +37,9 @@
  * few hundred entries instead of every entry and its heap tuple.
  *
  * Memory: the prefix lives in a memory context of the target's (targets.c),
- * kept from pass to pass with the target's resolution, and while the target
- * keeps the same index when it is resolved again.
+ * kept from pass to pass with the target's resolution.  It is the prefix of
+ * one index: a pass or a batch that finds the target resolved to another
+ * index since (targets.c resolves again after DDL) drops it.
  * Locking: pages are read under a share lock, one at a time.
  *
  *-------------------------------------------------------------------------
@@ -57,6 +58,7 @@
 #include "compat.h"
 #include "ttl_index.h"
 
+static void ttl_skip_forget(TtlTarget *t);
 static void ttl_skip_set_edge(TtlTarget *t, Datum key);
 
 /*
@@ -115,21 +117,15 @@ ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
  * ttl_skip_forget
  *		No prefix, and no tracking.
  */
-void
+static void
 ttl_skip_forget(TtlTarget *t)
 {
 	TtlSkip    *s = &t->skip;
 
-	if (s->have_edge && !t->keybyval)
-		pfree(DatumGetPointer(s->edge));
-	if (s->ready && !t->keybyval)
-		pfree(DatumGetPointer(s->key));
-	s->have_edge = false;
-	s->edge = (Datum) 0;
-	s->ready = false;
-	s->tracking = false;
-	s->key = (Datum) 0;
-	s->npages = 0;
+	/* the keys and the page arrays: whatever the key type was */
+	MemoryContextReset(t->skipcxt);
+	memset(s, 0, sizeof(TtlSkip));
+	s->indexoid = InvalidOid;
 	s->pos = -1;
 }
 
@@ -198,7 +194,8 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 	TtlSkip    *s = &t->skip;
 	Buffer		buf;
 
-	if (s->ready && ttl_skip_validate(t, irel))
+	if (s->ready && s->indexoid == RelationGetRelid(irel) &&
+		ttl_skip_validate(t, irel))
 	{
 		*from = s->key;
 		s->tracking = true;
@@ -206,6 +203,7 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 		return true;
 	}
 	ttl_skip_forget(t);
+	s->indexoid = RelationGetRelid(irel);
 	buf = ttl_bt_leftmost_leaf(irel);
 	if (!BufferIsValid(buf))
 		return false;
@@ -225,6 +223,9 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 void
 ttl_skip_resume(TtlTarget *t)
 {
+	/* the target was resolved again, to another index, since the start */
+	if (t->skip.indexoid != t->indexoid)
+		ttl_skip_forget(t);
 	t->skip.pos = -1;
 }
 

@@ -51,25 +51,13 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "shmem.h"
 #include "ttl_index.h"
 
 #define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
 #define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
 /* changes whenever the layout of TtlStatsRecord changes */
 #define TTL_STATS_FILE_MAGIC	0x544c5403
-
-typedef struct TtlStatsKey
-{
-	Oid			dboid;
-	int32		policy_id;
-} TtlStatsKey;
-
-typedef struct TtlStatsEntry
-{
-	TtlStatsKey key;			/* hash key: must be first */
-	slock_t		mutex;			/* protects the counters */
-	TtlStatsCounters c;
-} TtlStatsEntry;
 
 /* one entry in the stats file */
 typedef struct TtlStatsRecord
@@ -94,18 +82,6 @@ static List *Pending = NIL;		/* in TopTransactionContext */
 
 static void ttl_stats_load(void);
 static void ttl_stats_save(int code, Datum arg);
-
-Size
-ttl_stats_entry_size(void)
-{
-	return sizeof(TtlStatsEntry);
-}
-
-Size
-ttl_stats_key_size(void)
-{
-	return sizeof(TtlStatsKey);
-}
 
 /*
  * ttl_stats_init

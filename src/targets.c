@@ -395,14 +395,12 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 {
 	MemoryContext old;
 	Form_pg_attribute att;
-	Oid			oldindex;
 
 	Assert(RelationGetRelid(rel) == t->relid);
 	if (t->resolved_gen == Generation)
 		return !t->usable ? TTL_RESOLVE_GONE :
 			OidIsValid(t->indexoid) ? TTL_RESOLVE_OK : TTL_RESOLVE_NO_INDEX;
 
-	oldindex = t->indexoid;
 	MemoryContextReset(t->cxt);
 	t->plan = NULL;
 	t->usable = false;
@@ -430,9 +428,6 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 
 	t->indexoid = ttl_find_index(t, rel);
 	MemoryContextSwitchTo(old);
-	/* the known-dead prefix is the index's: kept while it is the same one */
-	if (t->indexoid != oldindex)
-		ttl_skip_forget(t);
 	ttl_targets_watch(t->relid);
 	if (OidIsValid(t->indexoid))
 		ttl_targets_watch(t->indexoid);

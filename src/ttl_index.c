@@ -224,7 +224,8 @@ ttl_shmem_request_hook(void)
 
 /*
  * ttl_shmem_startup_hook
- *		Create or attach to the shared memory.
+ *		Create or attach to the shared memory; in the postmaster, read back
+ *		the counters a clean shutdown saved (stats.c).
  */
 static void
 ttl_shmem_startup_hook(void)
@@ -232,46 +233,6 @@ ttl_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	ttl_shmem_init();
-}
-
-/*
- * ttl_wait_event
- *		The wait event to show in pg_stat_activity while waiting in a phase:
- *		a named one where the server offers them (17+), looked up once per
- *		name, else "Extension".
- */
-uint32
-ttl_wait_event(const char *name)
-{
-#ifdef TTL_HAVE_NAMED_WAIT_EVENTS
-	static char names[8][32];
-	static uint32 events[8];
-	static int	n = 0;
-	char		full[64];
-
-	for (int i = 0; i < n; i++)
-	{
-		if (strcmp(names[i], name) == 0)
-			return events[i];
-	}
-	snprintf(full, sizeof(full), "TtlIndex%c%s", pg_toupper((unsigned char) name[0]), name + 1);
-	/* "rate limited" -> "TtlIndexRateLimited" */
-	for (char *c = full; *c; c++)
-	{
-		if (*c == ' ')
-		{
-			memmove(c, c + 1, strlen(c));
-			*c = pg_toupper((unsigned char) *c);
-		}
-	}
-	if (n < lengthof(names))
-	{
-		strlcpy(names[n], name, sizeof(names[n]));
-		events[n] = WaitEventExtensionNew(full);
-		return events[n++];
-	}
-	return WaitEventExtensionNew(full);
-#else
-	return PG_WAIT_EXTENSION;
-#endif
+	if (!IsUnderPostmaster)
+		ttl_stats_init();
 }

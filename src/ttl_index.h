@@ -198,6 +198,7 @@ typedef struct TtlPlan TtlPlan;	/* statement.c */
 /* the known-dead prefix of a target's index (skip.c) */
 typedef struct TtlSkip
 {
+	Oid			indexoid;		/* the index it is of */
 	bool		ready;			/* recorded: passes may start at key */
 	bool		tracking;		/* this pass is recording it */
 	Datum		key;			/* the last key of the last page but one */
@@ -289,7 +290,6 @@ extern void ttl_skip_resume(TtlTarget *t);
 extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
 							 bool have_prev, Datum prev_key);
 extern void ttl_skip_stop(TtlTarget *t);
-extern void ttl_skip_forget(TtlTarget *t);
 extern bool ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapshot);
 
 /* ----------
@@ -503,6 +503,7 @@ extern Size ttl_shmem_size(void);
 extern void ttl_shmem_request(void);
 extern void ttl_shmem_init(void);
 extern bool ttl_shmem_ready(void);
+extern uint32 ttl_wait_event(const char *name);
 
 /* launcher side */
 extern bool ttl_shmem_launcher_attach(void);
@@ -537,8 +538,6 @@ extern uint64 ttl_shmem_worker_xids(void);
 extern pg_atomic_uint32 *ttl_shmem_write_counter(uint32 hash);
 
 /* the stats hash (stats.c) */
-extern Size ttl_stats_entry_size(void);
-extern Size ttl_stats_key_size(void);
 extern struct HTAB *ttl_shmem_stats_hash(void);
 extern LWLock *ttl_shmem_stats_lock(void);
 
@@ -582,6 +581,5 @@ extern long ttl_yield_pause_ms(int64 batch_us);
  * ----------
  */
 extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
-extern uint32 ttl_wait_event(const char *name);
 
 #endif							/* TTL_INDEX_H */

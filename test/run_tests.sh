@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/run_tests.sh [--pg "15 16 18"] [--suites "regress isolation tap bench deb"]
+# test/run_tests.sh [--pg "15 16 18"] [--suites "layers regress isolation tap bench deb"]
 #                   [--tap "t/001_worker.pl ..."]
 #
 # Installs what the tests need, builds the servers and the extension, then
@@ -25,7 +25,8 @@
 # run as root.
 #
 # --pg: the versions to run (default "15 16 18"; "--pg 15" for quick work).
-# --suites: which suites (default all; "deb" builds and installs the
+# --suites: which suites (default all; "layers" checks the file layout of
+# docs/design.md once, test/layers.pl; "deb" builds and installs the
 # package for 15, else 15 gets a plain make install).  --tap: TAP files to
 # run (default all).  The same three can be given as TTL_PG_VERSIONS,
 # TTL_TEST_SUITES and TTL_TAP_TESTS.
@@ -33,7 +34,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 versions=${TTL_PG_VERSIONS:-15 16 18}
-suites=${TTL_TEST_SUITES:-regress isolation tap bench deb}
+suites=${TTL_TEST_SUITES:-layers regress isolation tap bench deb}
 taps=${TTL_TAP_TESTS:-}
 inner=0
 while [ $# -gt 0 ]; do
@@ -71,6 +72,16 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	passed=0
 	failed=0
 	summary=""
+	# the layout of docs/design.md: no call up a floor, no cycle of files
+	if has_suite layers; then
+		if perl "$here/test/layers.pl" "$here/src"; then
+			echo "ok - layers: calls go down the floors, no cycle"
+			passed=$((passed + 1))
+		else
+			echo "not ok - layers: calls go down the floors, no cycle"
+			failed=$((failed + 1))
+		fi
+	fi
 	for v in $versions; do
 		vstart=$(date +%s)
 		if ! PG_CONFIG=$(pg_config_for "$v"); then

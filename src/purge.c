@@ -481,43 +481,36 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
  */
 
 /*
- * ttl_batch_scan
- *		Range-scan the target's index from where the last batch stopped to
- *		the cutoff, deleting each row on the direct path or collecting it
- *		for the statement.  Returns whether it stopped at a bound (more to
- *		do) rather than at the cutoff.  Sets *have_last and *last_key (in
- *		keycxt) to the last key read.
+ * What a scan does with the rows it takes: delete each at once (the direct
+ * path), or collect them for the statement.
  */
-static bool
-ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
-			   bool *have_last, Datum *last_key)
+typedef struct TtlTake
 {
-	TtlPolicy  *policy = b->policy;
-	TtlPass    *pass = b->pass;
+	bool		direct;
+	CommandId	cid;			/* direct: the deletes' command */
+	ItemPointerData *tids;		/* else: the rows collected */
+	TransactionId *xmins;
+	int			ntids;			/* rows deleted or collected */
+	int			limit;
+} TtlTake;
+
+/*
+ * ttl_batch_begin_scan
+ *		An index scan of the target from where the last batch of the pass
+ *		stopped, or else from past the known-dead prefix, up to the cutoff.
+ *		The index tuples come with their entries (xs_want_itup), for the
+ *		keys.
+ */
+static IndexScanDesc
+ttl_batch_begin_scan(TtlBatch *b)
+{
 	TtlTarget  *t = b->target;
-	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
-	int32		limit = Min(Max(pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
-	bool		direct = ttl_direct_delete_ok(policy, b->rel, t->attnum);
-	CommandId	cid = direct ? GetCurrentCommandId(true) : InvalidCommandId;
-	ItemPointerData *tids = NULL;
-	TransactionId *xmins = NULL;
 	ScanKeyData keys[2];
 	int			nkeys = 0;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	int			ntids = 0;
-	int64		seen = 0;
-	bool		stopped = false;
-	TimestampTz now = GetCurrentTimestamp();
 	bool		have_from = false;
 	Datum		from = (Datum) 0;
+	IndexScanDesc scan;
 
-	if (!direct)
-	{
-		tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * limit);
-		xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * limit);
-	}
-	/* from where the last batch stopped, or past the known-dead prefix */
 	if (t->have_resume)
 		ttl_skip_resume(t);
 	else if (ttl_skip_start(t, b->irel, &from))
@@ -535,19 +528,124 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 				ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber),
 				b->cutoff.bound);
 
-	slot = table_slot_create(b->rel, NULL);
 	scan = ttl_index_beginscan(b->rel, b->irel, GetActiveSnapshot(), nkeys, 0);
 	scan->xs_want_itup = true;
 	index_rescan(scan, keys, nkeys, NULL, 0);
+	return scan;
+}
 
+/*
+ * ttl_batch_take_row
+ *		One row the scan found visible, with its entry's key: left in place
+ *		(held back, not expired after all near a change of offset, not
+ *		passing the filter, locked by someone), deleted at once, or
+ *		collected.  Returns whether its entry is now known dead.
+ */
+static bool
+ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
+				   TimestampTz now, TtlTake *take, TtlBatchResult *result)
+{
+	TtlPolicy  *policy = b->policy;
+	TtlPass    *pass = b->pass;
+	TtlTarget  *t = b->target;
+	TransactionId xmin = ttl_slot_xmin(slot);
+	bool		passes;
+	TM_FailureData tmfd;
+
+	if (ttl_held_skip(pass->held, t->relid, &slot->tts_tid, xmin, now))
+		return false;			/* held back after failing on its own */
+	if (b->cutoff.recheck && !isnull &&
+		!ttl_key_expired(t->keytype, policy->unit_ns, key, &b->cutoff))
+		return false;			/* wall-clock key near a change of offset */
+
+	/* the filter is the owner's code: say which row it failed on */
+	pass->failing_relid = t->relid;
+	pass->failing_tid = slot->tts_tid;
+	pass->failing_xmin = xmin;
+	passes = ttl_filter_passes(b, slot);
+	pass->failing_relid = InvalidOid;
+	if (!passes)
+		return false;			/* not a row this policy may touch */
+
+	if (!take->direct)
+	{
+		/* deleted by the statement, which may yet leave it */
+		if (ttl_tuple_busy(slot))
+			result->skipped_locked++;
+		else
+		{
+			take->tids[take->ntids] = slot->tts_tid;
+			take->xmins[take->ntids] = xmin;
+			take->ntids++;
+		}
+		return false;
+	}
+
+	if (take->ntids++ == 0)
+		ttl_yield_own_xid();
+	/* the visible version of the row, never waiting for it */
+	switch (table_tuple_delete(b->rel, &slot->tts_tid, take->cid,
+							   GetActiveSnapshot(), InvalidSnapshot,
+							   false, &tmfd, false))
+	{
+		case TM_Ok:
+			result->deleted++;
+			return true;
+		case TM_BeingModified:
+			result->skipped_locked++;
+			return false;
+		case TM_Deleted:
+			return true;		/* by a transaction that committed */
+		default:
+			return false;		/* updated since our snapshot: not ours */
+	}
+}
+
+/*
+ * ttl_batch_scan
+ *		Range-scan the target's index from where the last batch stopped to
+ *		the cutoff, taking each row (ttl_batch_take_row), then run the
+ *		statement over the rows collected.  Returns whether it stopped at a
+ *		bound (rows, time: more to do) rather than at the cutoff.  Sets
+ *		*have_last and *last_key (in keycxt) to the last key read.  The
+ *		known-dead prefix (skip.c) is told of each page and of the first
+ *		entry that is not dead.
+ */
+static bool
+ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
+			   bool *have_last, Datum *last_key)
+{
+	TtlPolicy  *policy = b->policy;
+	TtlPass    *pass = b->pass;
+	TtlTarget  *t = b->target;
+	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
+	TtlTake		take;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	int64		seen = 0;
+	bool		stopped = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	memset(&take, 0, sizeof(take));
+	take.limit = Min(Max(pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
+	take.direct = ttl_direct_delete_ok(policy, b->rel, t->attnum);
+	if (take.direct)
+		take.cid = GetCurrentCommandId(true);
+	else
+	{
+		take.tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * take.limit);
+		take.xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * take.limit);
+	}
+
+	slot = table_slot_create(b->rel, NULL);
+	scan = ttl_batch_begin_scan(b);
 	*have_last = false;
-	while (ntids < limit)
+	while (take.ntids < take.limit)
 	{
 		bool		isnull;
 		Datum		key;
-		TransactionId xmin;
 		ItemPointer tid;
-		bool		dead = false;	/* the entry is, or is now, known dead */
+		bool		dead;
 
 		CHECK_FOR_INTERRUPTS();
 		/* index_getnext_slot(), looking at the entries it would pass over */
@@ -558,91 +656,31 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
 						 *have_last, *last_key);
 		*have_last = !isnull;
-		if (*have_last)
+		if (*have_last && t->keybyval)
+			*last_key = key;
+		else if (*have_last)
 		{
-			if (t->keybyval)
-				*last_key = key;
-			else
-			{
-				/* the index tuple goes with the scan: keep a copy */
-				MemoryContext old;
+			/* the index tuple goes with the scan: keep a copy */
+			MemoryContext old;
 
-				MemoryContextReset(keycxt);
-				old = MemoryContextSwitchTo(keycxt);
-				*last_key = datumCopy(key, false, t->keylen);
-				MemoryContextSwitchTo(old);
-			}
+			MemoryContextReset(keycxt);
+			old = MemoryContextSwitchTo(keycxt);
+			*last_key = datumCopy(key, false, t->keylen);
+			MemoryContextSwitchTo(old);
 		}
 
-		if (!index_fetch_heap(scan, slot))
-		{
-			/* no version visible to us: gone for good, or not yet there */
-			if (t->skip.tracking &&
-				!ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot()))
-				ttl_skip_stop(t);
-			goto next;
-		}
-
-		xmin = ttl_slot_xmin(slot);
-		if (ttl_held_skip(pass->held, t->relid, &slot->tts_tid, xmin, now))
-			;					/* held back after failing on its own */
-		else if (b->cutoff.recheck && !isnull &&
-				 !ttl_key_expired(t->keytype, policy->unit_ns, key, &b->cutoff))
-			;					/* wall-clock key near a change of offset */
+		if (index_fetch_heap(scan, slot))
+			dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
 		else
 		{
-			bool		passes;
-
-			/* the filter is the owner's code: say which row it failed on */
-			pass->failing_relid = t->relid;
-			pass->failing_tid = slot->tts_tid;
-			pass->failing_xmin = xmin;
-			passes = ttl_filter_passes(b, slot);
-			pass->failing_relid = InvalidOid;
-
-			if (!passes)
-				;				/* not a row this policy may touch */
-			else if (direct)
-			{
-				TM_FailureData tmfd;
-
-				if (ntids == 0)
-					ttl_yield_own_xid();
-				/* the visible version of the row, never waiting for it */
-				switch (table_tuple_delete(b->rel, &slot->tts_tid, cid,
-										   GetActiveSnapshot(), InvalidSnapshot,
-										   false, &tmfd, false))
-				{
-					case TM_Ok:
-						result->deleted++;
-						dead = true;
-						break;
-					case TM_BeingModified:
-						result->skipped_locked++;
-						break;
-					case TM_Deleted:
-						dead = true;	/* by a transaction that committed */
-						break;
-					default:
-						/* updated since our snapshot: not ours */
-						break;
-				}
-				ntids++;
-			}
-			else if (ttl_tuple_busy(slot))
-				result->skipped_locked++;
-			else
-			{
-				tids[ntids] = slot->tts_tid;
-				xmins[ntids] = xmin;
-				ntids++;
-			}
+			/* no version visible to us: gone for good, or not yet there */
+			dead = !t->skip.tracking ||
+				ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
 		}
 		/* a row left in place, or deleted by a statement yet to run */
 		if (!dead && t->skip.tracking)
 			ttl_skip_stop(t);
 
-next:
 		if (seen % TTL_CLOCK_EVERY == 0)
 		{
 			instr_time	elapsed;
@@ -656,17 +694,17 @@ next:
 			}
 		}
 	}
-	if (ntids >= limit)
+	if (take.ntids >= take.limit)
 		stopped = true;
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 
-	if (!direct && ntids > 0)
-		ttl_batch_statement(b, tids, xmins, ntids, result);
-	if (tids != NULL)
+	if (!take.direct)
 	{
-		pfree(tids);
-		pfree(xmins);
+		if (take.ntids > 0)
+			ttl_batch_statement(b, take.tids, take.xmins, take.ntids, result);
+		pfree(take.tids);
+		pfree(take.xmins);
 	}
 	result->tids = NULL;
 	result->xmins = NULL;

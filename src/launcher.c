@@ -320,6 +320,65 @@ ttl_launcher_wants(TtlDbSlot *slot, TimestampTz now, long *wait_ms)
 }
 
 /*
+ * ttl_launcher_sort_waiting
+ *		Order the candidate slots, those waiting longest first (insertion
+ *		sort: few slots).  Under the slots lock.
+ */
+static void
+ttl_launcher_sort_waiting(int *cand, int ncand)
+{
+	for (int a = 1; a < ncand; a++)
+	{
+		int			c = cand[a];
+		TimestampTz since = ttl_shmem_slot(c)->waiting_since;
+		int			b = a - 1;
+
+		if (since == 0)
+			continue;
+		while (b >= 0 && (ttl_shmem_slot(cand[b])->waiting_since == 0 ||
+						  ttl_shmem_slot(cand[b])->waiting_since > since))
+		{
+			cand[b + 1] = cand[b];
+			b--;
+		}
+		cand[b + 1] = c;
+	}
+}
+
+/*
+ * ttl_launcher_end_turns
+ *		With nwaiting databases waiting, ask as many running workers whose
+ *		turn is over (idle for a while, or running for ttl_index.database_turn)
+ *		to leave: marks their slots and returns their latches, to be set
+ *		once the lock is released.  Under the slots lock.
+ */
+static int
+ttl_launcher_end_turns(TimestampTz now, int nwaiting, Latch **latches)
+{
+	int			nlatches = 0;
+
+	for (int i = 0; i < ttl_shmem_nslots() && nlatches < nwaiting; i++)
+	{
+		TtlDbSlot  *slot = ttl_shmem_slot(i);
+		bool		idle;
+
+		if (!OidIsValid(slot->dboid) || !slot->worker_running || slot->pid == 0 ||
+			slot->turn_over)
+			continue;
+		idle = strcmp(slot->progress.phase, "sleeping") == 0 &&
+			TimestampDifferenceExceeds(slot->turn_started, now, TTL_IDLE_TURN_MS);
+		if (idle || TimestampDifferenceExceeds(slot->turn_started, now,
+											   ttl_database_turn * 1000L))
+		{
+			slot->turn_over = true;
+			if (slot->latch)
+				latches[nlatches++] = slot->latch;
+		}
+	}
+	return nlatches;
+}
+
+/*
  * ttl_launcher_decide
  *		Under the slots lock: notice stopped workers, choose which waiting
  *		databases get a worker (those waiting longest first), and ask
@@ -364,23 +423,7 @@ ttl_launcher_decide(TimestampTz now, TtlStart *starts, Latch **latches,
 		}
 	}
 
-	/* those waiting longest first (insertion sort: few slots) */
-	for (int a = 1; a < ncand; a++)
-	{
-		int			c = cand[a];
-		TimestampTz since = ttl_shmem_slot(c)->waiting_since;
-		int			b = a - 1;
-
-		if (since == 0)
-			continue;
-		while (b >= 0 && (ttl_shmem_slot(cand[b])->waiting_since == 0 ||
-						  ttl_shmem_slot(cand[b])->waiting_since > since))
-		{
-			cand[b + 1] = cand[b];
-			b--;
-		}
-		cand[b + 1] = c;
-	}
+	ttl_launcher_sort_waiting(cand, ncand);
 
 	room = Max(ttl_launcher_max_workers() - running, 0);
 	for (int k = 0; k < ncand; k++)
@@ -409,24 +452,8 @@ ttl_launcher_decide(TimestampTz now, TtlStart *starts, Latch **latches,
 	}
 
 	/* others wait: the workers whose turn is over leave */
-	for (int i = 0; i < nslots && *nlatches < *nwaiting; i++)
-	{
-		TtlDbSlot  *slot = ttl_shmem_slot(i);
-		bool		idle;
-
-		if (!OidIsValid(slot->dboid) || !slot->worker_running || slot->pid == 0 ||
-			slot->turn_over)
-			continue;
-		idle = strcmp(slot->progress.phase, "sleeping") == 0 &&
-			TimestampDifferenceExceeds(slot->turn_started, now, TTL_IDLE_TURN_MS);
-		if (idle || TimestampDifferenceExceeds(slot->turn_started, now,
-											   ttl_database_turn * 1000L))
-		{
-			slot->turn_over = true;
-			if (slot->latch)
-				latches[(*nlatches)++] = slot->latch;
-		}
-	}
+	if (*nwaiting > 0)
+		*nlatches = ttl_launcher_end_turns(now, *nwaiting, latches);
 	LWLockRelease(ttl_shmem_slots_lock());
 	pfree(cand);
 

@@ -902,8 +902,8 @@ SQL
 		kill $trickle 2>/dev/null || true
 		wait $trickle 2>/dev/null || true
 		pct=$(calc "($a1 - $a0) / $tck / $secs * 100" 2)
-		p99=$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 99)
-		max=$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 100)
+		p99=$(calc "$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 99)" 3)
+		max=$(calc "$(sql "SELECT age FROM bench_sample WHERE scenario = 8 AND tbl = 's8_$n' AND t >= 2" | pct 100)" 3)
 		left=$(sql "SELECT count(*) FROM s8_dead WHERE id > $n AND expires_at < now() - interval '3 s'")
 		sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)'" >/dev/null
 		wait $holder 2>/dev/null || true

@@ -60,6 +60,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Every object depends on the project's headers: a server built without
+# --enable-depend tracks no header dependencies, and an object left with an
+# old layout of a shared struct corrupts shared memory.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 # PGXS runs the TAP tests as part of installcheck; this target runs them alone
 .PHONY: prove_installcheck
 prove_installcheck:

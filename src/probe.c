@@ -20,6 +20,13 @@
  * a query cancel still cancels the view.  Without a filter no user code
  * runs and no subtransaction is needed.
  *
+ * ttl_probe_oldest starts past the known-dead prefix the worker published
+ * for the target (skip.c, stats.c): the entries of rows deleted while an
+ * old snapshot holds the xmin horizon would otherwise be read, with their
+ * heap tuples, at every look.  The worker checks the prefix at the start of
+ * each pass; a row inserted below it since (an older key than any left)
+ * is missed by the views until the worker's next pass, which deletes it.
+ *
  * Locking: as described; the caller has an active snapshot.
  *
  *-------------------------------------------------------------------------
@@ -175,6 +182,8 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 		EState	   *estate = NULL;
 		ExprState  *filter = NULL;
 		ExprContext *econtext = NULL;
+		Datum		from = (Datum) 0;
+		bool		have_from;
 
 		irel = index_open(t->indexoid, NoLock);
 		if (t->filter != NULL)
@@ -183,8 +192,11 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 			filter = ExecPrepareExpr(t->filter, estate);
 			econtext = GetPerTupleExprContext(estate);
 		}
+		/* past the dead entries the worker found (see the top of the file) */
+		have_from = ttl_stats_prefix(MyDatabaseId, policy->id, t->relid,
+									 t->indexoid, &from);
 		result = ttl_probe_from(policy, t, rel, irel, filter, econtext,
-								false, (Datum) 0, expires_at);
+								have_from, from, expires_at);
 		if (estate)
 			FreeExecutorState(estate);
 		index_close(irel, AccessShareLock);

@@ -58,8 +58,12 @@ typedef struct TtlStatsKey
 typedef struct TtlStatsEntry
 {
 	TtlStatsKey key;			/* hash key: must be first */
-	slock_t		mutex;			/* protects the counters */
+	slock_t		mutex;			/* protects the counters and the prefix */
 	TtlStatsCounters c;
+	/* the worker's known-dead prefix of one target (not saved to the file) */
+	Oid			prefix_relid;	/* InvalidOid: none */
+	Oid			prefix_indexoid;
+	Datum		prefix_key;		/* a by-value key */
 } TtlStatsEntry;
 
 extern LWLock *ttl_shmem_slots_lock(void);

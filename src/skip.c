@@ -32,7 +32,9 @@
  * before it, and the next pass reads that last page again from there.  A
  * pass uses the prefix only after walking its pages again, from the
  * leftmost leaf by their right-links, and finding the same pages with the
- * same LSNs (the last page only by its place).  Any difference makes the
+ * same LSNs (the last page only by its place), and only if the batch that
+ * recorded it committed: it may span rows that batch deleted, which an
+ * abort brings back without touching the index.  Any difference makes the
  * pass scan from the start, and record anew.  The walk reads one page per
  * few hundred entries instead of every entry and its heap tuple.
  *
@@ -50,6 +52,7 @@
 #include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/transam.h"
+#include "access/xact.h"
 #include "storage/bufmgr.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -59,6 +62,7 @@
 #include "ttl_index.h"
 
 static void ttl_skip_forget(TtlTarget *t);
+static bool ttl_skip_committed(TtlSkip *s);
 static void ttl_skip_set_edge(TtlTarget *t, Datum key);
 
 /*
@@ -130,6 +134,21 @@ ttl_skip_forget(TtlTarget *t)
 }
 
 /*
+ * ttl_skip_committed
+ *		Whether the transaction that recorded the prefix committed (or is
+ *		ours and still running).  The prefix may span rows that transaction
+ *		deleted itself: if it aborted, they are there again, and no page LSN
+ *		says so (a heap delete does not touch the index).
+ */
+static bool
+ttl_skip_committed(TtlSkip *s)
+{
+	return !TransactionIdIsValid(s->xid) ||
+		TransactionIdIsCurrentTransactionId(s->xid) ||
+		TransactionIdDidCommit(s->xid);
+}
+
+/*
  * ttl_skip_validate
  *		Whether the recorded pages are still the leftmost leaves of the
  *		index, in order, each with its LSN.
@@ -195,7 +214,7 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 	Buffer		buf;
 
 	if (s->ready && s->indexoid == RelationGetRelid(irel) &&
-		ttl_skip_validate(t, irel))
+		ttl_skip_committed(s) && ttl_skip_validate(t, irel))
 	{
 		*from = s->key;
 		s->tracking = true;
@@ -323,6 +342,25 @@ ttl_skip_stop(TtlTarget *t)
 		MemoryContextSwitchTo(old);
 	}
 	s->ready = true;
+	/* the deletes of this batch, if any, are part of it */
+	s->xid = GetCurrentTransactionIdIfAny();
+}
+
+/*
+ * ttl_skip_key
+ *		The key past which passes may start, when the target has a known-dead
+ *		prefix of its current index and the key is by value (what the worker
+ *		publishes for the views, stats.c).
+ */
+bool
+ttl_skip_key(TtlTarget *t, Datum *key)
+{
+	TtlSkip    *s = &t->skip;
+
+	if (!s->ready || !t->keybyval || s->indexoid != t->indexoid)
+		return false;
+	*key = s->key;
+	return true;
 }
 
 /*

@@ -134,6 +134,7 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 		if (entry != NULL && !found)
 		{
 			memset(&entry->c, 0, sizeof(TtlStatsCounters));
+			entry->prefix_relid = InvalidOid;
 			SpinLockInit(&entry->mutex);
 		}
 	}
@@ -535,6 +536,69 @@ ttl_stats_reset(Oid dboid, List *policy_ids)
 		SpinLockRelease(&e->mutex);
 		LWLockRelease(ttl_shmem_stats_lock());
 	}
+}
+
+/*
+ * ttl_stats_publish_prefix
+ *		The worker's known-dead prefix of one target of a policy (skip.c),
+ *		once the batch that found it committed, for the views' probes to
+ *		start past (probe.c).  valid = false withdraws the prefix of that
+ *		target.  Only by-value keys are published.
+ */
+void
+ttl_stats_publish_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
+						 bool valid, Datum key)
+{
+	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
+
+	if (e == NULL)
+		return;
+	SpinLockAcquire(&e->mutex);
+	if (valid)
+	{
+		e->prefix_relid = relid;
+		e->prefix_indexoid = indexoid;
+		e->prefix_key = key;
+	}
+	else if (e->prefix_relid == relid)
+		e->prefix_relid = InvalidOid;
+	SpinLockRelease(&e->mutex);
+	LWLockRelease(ttl_shmem_stats_lock());
+}
+
+/*
+ * ttl_stats_prefix
+ *		The published known-dead prefix of a policy's target in that index:
+ *		true with *key set, or false.
+ */
+bool
+ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid, Datum *key)
+{
+	HTAB	   *hash = ttl_shmem_stats_hash();
+	TtlStatsKey k;
+	TtlStatsEntry *e;
+	bool		found = false;
+
+	if (hash == NULL)
+		return false;
+	memset(&k, 0, sizeof(k));
+	k.dboid = dboid;
+	k.policy_id = policy_id;
+	LWLockAcquire(ttl_shmem_stats_lock(), LW_SHARED);
+	e = hash_search(hash, &k, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		SpinLockAcquire(&e->mutex);
+		if (OidIsValid(relid) && e->prefix_relid == relid &&
+			e->prefix_indexoid == indexoid)
+		{
+			*key = e->prefix_key;
+			found = true;
+		}
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(ttl_shmem_stats_lock());
+	return found;
 }
 
 /*

@@ -25,6 +25,10 @@
  * worker) have moved.  A thousand idle policies then cost a thousand
  * counter reads a second, not a thousand transactions; a full pass still
  * runs at least every TTL_IDLE_PASS_EVERY_MS, whatever the counters say.
+ * Those re-checks are due on a grid of TTL_RECHECK_GRID_MS
+ * (ttl_worker_recheck_at), so that the policies share wake-ups: each
+ * wake-up walks the whole schedule, and with 10,000 policies one wake-up
+ * each would walk it thousands of times a second.
  *
  * ttl_index.rate_limit makes the worker wait between batches
  * (ttl_worker_throttle), a policy's own rate_limit holds back that policy's
@@ -78,6 +82,8 @@
 #define TTL_MIN_PASS_GAP_MS		100
 /* longest time a policy goes without a pass, whatever the counters say */
 #define TTL_IDLE_PASS_EVERY_MS	60000
+/* the re-checks of idle policies fall on multiples of this */
+#define TTL_RECHECK_GRID_MS		250
 /* tables of a policy whose write counters the idle check reads */
 #define TTL_WATCHED_MAX			32
 
@@ -106,10 +112,15 @@ typedef struct TtlSchedEntry
 	double		rate_tokens;
 	TimestampTz rate_refilled_at;
 	TimestampTz rate_ready_at;	/* in debt: no batch before then */
+	/* the known-dead prefix published for the views (stats.c) */
+	Oid			prefix_relid;	/* InvalidOid: none */
+	Oid			prefix_indexoid;
+	Datum		prefix_key;
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
 static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
+static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 
 static List *Schedule = NIL;	/* of TtlSchedEntry, in TopMemoryContext */
 static bool Loaded = false;
@@ -293,6 +304,22 @@ ttl_worker_log_pass(TtlSchedEntry *e, const char *relname, TimestampTz now)
 }
 
 /*
+ * ttl_worker_recheck_at
+ *		When to look again at a policy with nothing known to be due:
+ *		ttl_index.max_sleep from now, rounded down to the grid (see the top
+ *		of the file), never later.
+ */
+static TimestampTz
+ttl_worker_recheck_at(TimestampTz now)
+{
+	int64		grid = (int64) Min(TTL_RECHECK_GRID_MS, ttl_max_sleep) * 1000;
+	TimestampTz at = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+
+	/* at - grid < result <= at, and at - grid >= now */
+	return at - ((at % grid) + grid) % grid;
+}
+
+/*
  * ttl_worker_failed
  *		A batch of the policy failed, its transaction rolled back.  Isolate
  *		the rows responsible if the failure is theirs (the pass goes on),
@@ -310,7 +337,7 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 		ttl_stats_count_locked(MyDatabaseId, &e->policy);
 		ttl_pass_end(e->pass);
 		e->pass = NULL;
-		e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+		e->next_check = ttl_worker_recheck_at(now);
 		return;
 	}
 
@@ -363,7 +390,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	TtlPass    *pass = e->pass;
 
 	e->row_limit = pass->row_limit;
-	e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+	e->next_check = ttl_worker_recheck_at(now);
 	switch (result->outcome)
 	{
 		case TTL_BATCH_DONE:
@@ -481,10 +508,47 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	 */
 	pgstat_report_stat(false);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
+	ttl_worker_publish_prefix(e, pass);
 	*deleted = result.deleted;
 	now = GetCurrentTimestamp();
 	if (result.outcome != TTL_BATCH_MORE)
 		ttl_worker_pass_done(e, &result, relname, now);
+}
+
+/*
+ * ttl_worker_publish_prefix
+ *		Once a batch committed: where the known-dead prefix of the policy's
+ *		first target that has one ends, for the views' probes (probe.c), which
+ *		would otherwise read every dead entry at each look.  Published only
+ *		when it changed.
+ */
+static void
+ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass)
+{
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+		Datum		key;
+
+		if (!ttl_skip_key(t, &key))
+			continue;
+		if (t->relid != e->prefix_relid || t->indexoid != e->prefix_indexoid ||
+			key != e->prefix_key)
+		{
+			ttl_stats_publish_prefix(MyDatabaseId, e->policy.id, t->relid,
+									 t->indexoid, true, key);
+			e->prefix_relid = t->relid;
+			e->prefix_indexoid = t->indexoid;
+			e->prefix_key = key;
+		}
+		return;
+	}
+	if (OidIsValid(e->prefix_relid))
+		ttl_stats_publish_prefix(MyDatabaseId, e->policy.id, e->prefix_relid,
+								 InvalidOid, false, (Datum) 0);
+	e->prefix_relid = InvalidOid;
 }
 
 /*
@@ -577,7 +641,7 @@ ttl_worker_admit(TimestampTz now)
 			!ttl_worker_written(e))
 		{
 			/* only the max_sleep re-check was due, and nothing changed */
-			e->next_check = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
+			e->next_check = ttl_worker_recheck_at(now);
 			if (e->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->next_expiry))
 				e->next_check = Min(e->next_check, e->next_expiry);
 			continue;

@@ -23,9 +23,11 @@
  * ttl_probe_oldest starts past the known-dead prefix the worker published
  * for the target (skip.c, stats.c): the entries of rows deleted while an
  * old snapshot holds the xmin horizon would otherwise be read, with their
- * heap tuples, at every look.  The worker checks the prefix at the start of
- * each pass; a row inserted below it since (an older key than any left)
- * is missed by the views until the worker's next pass, which deletes it.
+ * heap tuples, at every look.  The prefix holds while no transaction that
+ * inserted into or updated the table has committed since the worker
+ * checked it (the table's write counter, writes.c, has not moved); after
+ * one, the look reads from the start until the worker's next batch
+ * publishes the prefix again.
  *
  * Locking: as described; the caller has an active snapshot.
  *
@@ -184,6 +186,7 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 		ExprContext *econtext = NULL;
 		Datum		from = (Datum) 0;
 		bool		have_from;
+		uint32		writes;
 
 		irel = index_open(t->indexoid, NoLock);
 		if (t->filter != NULL)
@@ -194,7 +197,8 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 		}
 		/* past the dead entries the worker found (see the top of the file) */
 		have_from = ttl_stats_prefix(MyDatabaseId, policy->id, t->relid,
-									 t->indexoid, &from);
+									 t->indexoid, &from, &writes) &&
+			writes == ttl_writes_count(MyDatabaseId, t->relid);
 		result = ttl_probe_from(policy, t, rel, irel, filter, econtext,
 								have_from, from, expires_at);
 		if (estate)

@@ -64,6 +64,7 @@ typedef struct TtlStatsEntry
 	Oid			prefix_relid;	/* InvalidOid: none */
 	Oid			prefix_indexoid;
 	Datum		prefix_key;		/* a by-value key */
+	uint32		prefix_writes;	/* the table's write counter it holds for */
 } TtlStatsEntry;
 
 extern LWLock *ttl_shmem_slots_lock(void);

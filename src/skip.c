@@ -53,6 +53,7 @@
 #include "access/nbtree.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -212,10 +213,13 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 {
 	TtlSkip    *s = &t->skip;
 	Buffer		buf;
+	/* read before the pages: a write committed after shows as a change */
+	uint32		writes = ttl_writes_count(MyDatabaseId, t->relid);
 
 	if (s->ready && s->indexoid == RelationGetRelid(irel) &&
 		ttl_skip_committed(s) && ttl_skip_validate(t, irel))
 	{
+		s->writes = writes;
 		*from = s->key;
 		s->tracking = true;
 		s->pos = -1;			/* found by the first entry */
@@ -223,6 +227,7 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 	}
 	ttl_skip_forget(t);
 	s->indexoid = RelationGetRelid(irel);
+	s->writes = writes;
 	buf = ttl_bt_leftmost_leaf(irel);
 	if (!BufferIsValid(buf))
 		return false;
@@ -349,17 +354,20 @@ ttl_skip_stop(TtlTarget *t)
 /*
  * ttl_skip_key
  *		The key past which passes may start, when the target has a known-dead
- *		prefix of its current index and the key is by value (what the worker
- *		publishes for the views, stats.c).
+ *		prefix of its current index and the key is by value, with the table's
+ *		write counter read before the pass checked the prefix (what the
+ *		worker publishes for the views, stats.c: a reader may trust the
+ *		prefix only while the counter has not moved since).
  */
 bool
-ttl_skip_key(TtlTarget *t, Datum *key)
+ttl_skip_key(TtlTarget *t, Datum *key, uint32 *writes)
 {
 	TtlSkip    *s = &t->skip;
 
 	if (!s->ready || !t->keybyval || s->indexoid != t->indexoid)
 		return false;
 	*key = s->key;
+	*writes = s->writes;
 	return true;
 }
 

@@ -547,7 +547,7 @@ ttl_stats_reset(Oid dboid, List *policy_ids)
  */
 void
 ttl_stats_publish_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
-						 bool valid, Datum key)
+						 bool valid, Datum key, uint32 writes)
 {
 	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
 
@@ -559,6 +559,7 @@ ttl_stats_publish_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
 		e->prefix_relid = relid;
 		e->prefix_indexoid = indexoid;
 		e->prefix_key = key;
+		e->prefix_writes = writes;
 	}
 	else if (e->prefix_relid == relid)
 		e->prefix_relid = InvalidOid;
@@ -569,10 +570,12 @@ ttl_stats_publish_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
 /*
  * ttl_stats_prefix
  *		The published known-dead prefix of a policy's target in that index:
- *		true with *key set, or false.
+ *		true with *key and *writes (the table's write counter it holds for)
+ *		set, or false.
  */
 bool
-ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid, Datum *key)
+ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
+				 Datum *key, uint32 *writes)
 {
 	HTAB	   *hash = ttl_shmem_stats_hash();
 	TtlStatsKey k;
@@ -593,6 +596,7 @@ ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid, Datum *key
 			e->prefix_indexoid == indexoid)
 		{
 			*key = e->prefix_key;
+			*writes = e->prefix_writes;
 			found = true;
 		}
 		SpinLockRelease(&e->mutex);

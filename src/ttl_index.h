@@ -201,6 +201,8 @@ typedef struct TtlSkip
 	Oid			indexoid;		/* the index it is of */
 	bool		ready;			/* recorded: passes may start at key */
 	TransactionId xid;			/* the (sub)transaction that recorded it */
+	uint32		writes;			/* the table's write counter (writes.c)
+								 * before the pass checked it */
 	bool		tracking;		/* this pass is recording it */
 	Datum		key;			/* the last key of the last page but one */
 	bool		have_edge;
@@ -291,7 +293,7 @@ extern void ttl_skip_resume(TtlTarget *t);
 extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
 							 bool have_prev, Datum prev_key);
 extern void ttl_skip_stop(TtlTarget *t);
-extern bool ttl_skip_key(TtlTarget *t, Datum *key);
+extern bool ttl_skip_key(TtlTarget *t, Datum *key, uint32 *writes);
 extern bool ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapshot);
 
 /* ----------
@@ -449,9 +451,10 @@ extern void ttl_stats_forget_others(Oid dboid, List *policies);
 extern void ttl_stats_reset(Oid dboid, List *policy_ids);
 extern bool ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c);
 extern void ttl_stats_publish_prefix(Oid dboid, int32 policy_id, Oid relid,
-									 Oid indexoid, bool valid, Datum key);
+									 Oid indexoid, bool valid, Datum key,
+									 uint32 writes);
 extern bool ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid,
-							 Oid indexoid, Datum *key);
+							 Oid indexoid, Datum *key, uint32 *writes);
 extern void ttl_stats_defer(bool defer);
 extern void ttl_stats_at_xact_end(bool commit);
 extern void ttl_stats_at_subxact_end(bool commit);

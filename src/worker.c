@@ -116,6 +116,7 @@ typedef struct TtlSchedEntry
 	Oid			prefix_relid;	/* InvalidOid: none */
 	Oid			prefix_indexoid;
 	Datum		prefix_key;
+	uint32		prefix_writes;
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
@@ -531,23 +532,25 @@ ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass)
 	{
 		TtlTarget  *t = (TtlTarget *) lfirst(lc);
 		Datum		key;
+		uint32		writes;
 
-		if (!ttl_skip_key(t, &key))
+		if (!ttl_skip_key(t, &key, &writes))
 			continue;
 		if (t->relid != e->prefix_relid || t->indexoid != e->prefix_indexoid ||
-			key != e->prefix_key)
+			key != e->prefix_key || writes != e->prefix_writes)
 		{
 			ttl_stats_publish_prefix(MyDatabaseId, e->policy.id, t->relid,
-									 t->indexoid, true, key);
+									 t->indexoid, true, key, writes);
 			e->prefix_relid = t->relid;
 			e->prefix_indexoid = t->indexoid;
 			e->prefix_key = key;
+			e->prefix_writes = writes;
 		}
 		return;
 	}
 	if (OidIsValid(e->prefix_relid))
 		ttl_stats_publish_prefix(MyDatabaseId, e->policy.id, e->prefix_relid,
-								 InvalidOid, false, (Datum) 0);
+								 InvalidOid, false, (Datum) 0, 0);
 	e->prefix_relid = InvalidOid;
 }
 

@@ -426,24 +426,30 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, int sqlerrcode,
  * ttl_stats_at_subxact_end
  *		A subtransaction ends: on commit its counts belong to its parent, on
  *		abort they go.
+ *
+ * Counts are appended at the current nesting level, and every deeper
+ * subtransaction has ended by then, so the levels along the list never go
+ * down: the ending subtransaction's counts are the list's tail.  Only the
+ * tail is read (ttl_runner() ends a subtransaction per policy: reading the
+ * whole list each time grew with the square of the policies).
  */
 void
 ttl_stats_at_subxact_end(bool commit)
 {
 	int			level = GetCurrentTransactionNestLevel();
-	ListCell   *lc;
+	int			i;
 
-	foreach(lc, Pending)
+	for (i = list_length(Pending) - 1; i >= 0; i--)
 	{
-		TtlPendingCount *p = (TtlPendingCount *) lfirst(lc);
+		TtlPendingCount *p = (TtlPendingCount *) list_nth(Pending, i);
 
 		if (p->nestlevel < level)
-			continue;
+			break;
 		if (commit)
 			p->nestlevel = level - 1;
-		else
-			Pending = foreach_delete_current(Pending, lc);
 	}
+	if (!commit)
+		Pending = list_truncate(Pending, i + 1);
 }
 
 /*

@@ -88,6 +88,11 @@ ttl_xact_callback(XactEvent event, void *arg)
 {
 	switch (event)
 	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			/* before the rows become visible, for the views (writes.c) */
+			ttl_writes_bump();
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			ttl_writes_at_xact_end(true);
@@ -96,9 +101,15 @@ ttl_xact_callback(XactEvent event, void *arg)
 				ttl_shmem_wake_database(MyDatabaseId);
 			WakePending = false;
 			break;
+		case XACT_EVENT_PREPARE:
+			/* visible at COMMIT PREPARED, whoever runs it */
+			ttl_writes_bump();
+			ttl_writes_at_xact_end(false);
+			ttl_stats_at_xact_end(false);
+			WakePending = false;
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
 			ttl_writes_at_xact_end(false);
 			ttl_stats_at_xact_end(false);
 			WakePending = false;

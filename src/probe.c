@@ -27,7 +27,9 @@
  * inserted into or updated the table has committed since the worker
  * checked it (the table's write counter, writes.c, has not moved); after
  * one, the look reads from the start until the worker's next batch
- * publishes the prefix again.
+ * publishes the prefix again.  Logical replication's apply worker writes
+ * without bumping the counters: in a database with a subscription the
+ * views do not use the prefix.
  *
  * Locking: as described; the caller has an active snapshot.
  *
@@ -45,6 +47,7 @@
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_subscription.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -198,7 +201,8 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 		/* past the dead entries the worker found (see the top of the file) */
 		have_from = ttl_stats_prefix(MyDatabaseId, policy->id, t->relid,
 									 t->indexoid, &from, &writes) &&
-			writes == ttl_writes_count(MyDatabaseId, t->relid);
+			writes == ttl_writes_count(MyDatabaseId, t->relid) &&
+			CountDBSubscriptions(MyDatabaseId) == 0;
 		result = ttl_probe_from(policy, t, rel, irel, filter, econtext,
 								have_from, from, expires_at);
 		if (estate)

@@ -63,7 +63,7 @@
 #include "ttl_index.h"
 
 static void ttl_skip_forget(TtlTarget *t);
-static bool ttl_skip_committed(TtlSkip *s);
+static bool ttl_skip_settle(TtlTarget *t);
 static void ttl_skip_set_edge(TtlTarget *t, Datum key);
 
 /*
@@ -135,18 +135,29 @@ ttl_skip_forget(TtlTarget *t)
 }
 
 /*
- * ttl_skip_committed
- *		Whether the transaction that recorded the prefix committed (or is
- *		ours and still running).  The prefix may span rows that transaction
- *		deleted itself: if it aborted, they are there again, and no page LSN
- *		says so (a heap delete does not touch the index).
+ * ttl_skip_settle
+ *		Whether the prefix holds as far as the transaction that recorded it
+ *		goes: that transaction committed, or is ours and still running.  The
+ *		prefix may span rows it deleted itself: if it aborted, they are
+ *		there again, and no page LSN says so (a heap delete does not touch
+ *		the index); the prefix is then dropped.  Once seen committed, the
+ *		XID is cleared, so that it is never looked up after the transaction
+ *		status it needs has been truncated away.
  */
 static bool
-ttl_skip_committed(TtlSkip *s)
+ttl_skip_settle(TtlTarget *t)
 {
-	return !TransactionIdIsValid(s->xid) ||
-		TransactionIdIsCurrentTransactionId(s->xid) ||
-		TransactionIdDidCommit(s->xid);
+	TtlSkip    *s = &t->skip;
+
+	if (!TransactionIdIsValid(s->xid) || TransactionIdIsCurrentTransactionId(s->xid))
+		return true;
+	if (TransactionIdDidCommit(s->xid))
+	{
+		s->xid = InvalidTransactionId;
+		return true;
+	}
+	ttl_skip_forget(t);
+	return false;
 }
 
 /*
@@ -216,8 +227,17 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 	/* read before the pages: a write committed after shows as a change */
 	uint32		writes = ttl_writes_count(MyDatabaseId, t->relid);
 
+	/*
+	 * An index that writes no WAL (an unlogged table's) sets no page LSNs:
+	 * an insert below a prefix would go unseen.  No prefix there.
+	 */
+	if (!RelationNeedsWAL(irel))
+	{
+		ttl_skip_forget(t);
+		return false;
+	}
 	if (s->ready && s->indexoid == RelationGetRelid(irel) &&
-		ttl_skip_committed(s) && ttl_skip_validate(t, irel))
+		ttl_skip_settle(t) && ttl_skip_validate(t, irel))
 	{
 		s->writes = writes;
 		*from = s->key;
@@ -250,6 +270,8 @@ ttl_skip_resume(TtlTarget *t)
 	/* the target was resolved again, to another index, since the start */
 	if (t->skip.indexoid != t->indexoid)
 		ttl_skip_forget(t);
+	/* the batch that ended the prefix failed (see ttl_skip_settle) */
+	(void) ttl_skip_settle(t);
 	t->skip.pos = -1;
 }
 
@@ -364,7 +386,8 @@ ttl_skip_key(TtlTarget *t, Datum *key, uint32 *writes)
 {
 	TtlSkip    *s = &t->skip;
 
-	if (!s->ready || !t->keybyval || s->indexoid != t->indexoid)
+	if (!s->ready || !t->keybyval || s->indexoid != t->indexoid ||
+		!ttl_skip_settle(t))
 		return false;
 	*key = s->key;
 	*writes = s->writes;

@@ -464,6 +464,7 @@ extern void ttl_stats_at_subxact_end(bool commit);
  * ----------
  */
 extern void ttl_writes_note(Oid relid);
+extern void ttl_writes_bump(void);
 extern void ttl_writes_at_xact_end(bool commit);
 extern uint32 ttl_writes_count(Oid dboid, Oid relid);
 

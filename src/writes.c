@@ -14,17 +14,23 @@
  * or update (hooks.c: the executor's end, COPY FROM, and the partitions a
  * statement routed rows to, with their root), and when its transaction
  * commits (each COMMIT of a procedure included) it bumps their counters.
- * A counter changes only after the rows are visible; a counter that did not
- * change since the worker's last look means no committed row was added
- * since.  Rows written by a subtransaction that rolled back are noted
- * anyway: a needless look, never a missed one.
+ * A transaction bumps its tables' counters twice: just before it becomes
+ * visible (pre-commit, or when it is prepared), and just after it became
+ * visible (commit).  The worker needs the second: a counter that did not
+ * change since the worker's last look means no row was added that its
+ * snapshot could not see then.  The views need the first: a counter that
+ * did not change since the worker checked its known-dead prefix means no
+ * row a view's snapshot can see was added below it since (probe.c).  Rows
+ * written by a subtransaction that rolled back are noted anyway, and a
+ * transaction that fails after its pre-commit bump has bumped needlessly:
+ * a needless look, never a missed one.
  *
  * The counters are uint32 atomics in 8192 buckets: two tables sharing a
- * bucket only cause needless looks.  A transaction bumps each of its tables
- * once, at commit: one atomic increment per table per committing
- * transaction.  Logical replication's apply worker writes without the
- * executor's hooks; the cumulative statistics, which it reports as it
- * goes, cover it.
+ * bucket only cause needless looks: two atomic increments per table per
+ * committing transaction.  Logical replication's apply worker writes
+ * without the executor's hooks; the cumulative statistics, which it reports
+ * as it goes, cover it for the worker, and the views do not use a prefix in
+ * a database with a subscription.
  *
  * Locking: none (atomics).  The list of tables to bump is this backend's,
  * emptied at the end of each transaction.
@@ -83,17 +89,27 @@ ttl_writes_note(Oid relid)
 }
 
 /*
+ * ttl_writes_bump
+ *		Bump the counters of the tables this transaction wrote, which it
+ *		keeps noted: just before the transaction becomes visible.
+ */
+void
+ttl_writes_bump(void)
+{
+	for (int i = 0; i < NNoted; i++)
+		pg_atomic_fetch_add_u32(ttl_shmem_write_counter(Noted[i]), 1);
+}
+
+/*
  * ttl_writes_at_xact_end
- *		The transaction ends: on commit, bump the counters of its tables.
+ *		The transaction ends: on commit, bump the counters of its tables
+ *		(again: it is visible now), then forget them.
  */
 void
 ttl_writes_at_xact_end(bool commit)
 {
 	if (commit)
-	{
-		for (int i = 0; i < NNoted; i++)
-			pg_atomic_fetch_add_u32(ttl_shmem_write_counter(Noted[i]), 1);
-	}
+		ttl_writes_bump();
 	NNoted = 0;
 }
 

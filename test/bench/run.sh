@@ -646,7 +646,7 @@ s4_split() {
 
 # s4_stat FILE SECONDS: "tps p99_ms avg_ms count" of the latencies in FILE
 s4_stat() {
-	if [ ! -s "$1" ] || [ "$(calc "$2 > 0" 0)" = 0 ]; then echo "nan nan nan 0"; return; fi
+	if [ ! -s "$1" ] || [ "$(calc "($2 > 0)" 0)" = 0 ]; then echo "nan nan nan 0"; return; fi
 	echo "$(calc "$(wc -l < "$1") / $2" 1) $(pct 99 < "$1")" \
 		"$(awk '{s += $1} END {printf "%.3f", s / NR}' "$1") $(wc -l < "$1")"
 }

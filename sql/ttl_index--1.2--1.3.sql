@@ -1,4 +1,4 @@
-/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back and the SQLSTATE of the last error in ttl_index_stats, the databases and their turns in ttl_index_databases) */
+/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases) */
 
 -- A fresh CREATE EXTENSION of 1.3 runs ttl_index--1.0.sql, then each
 -- upgrade script in turn, ending with this one.
@@ -7,7 +7,8 @@
 
 -- ttl_index_stats gains rows_held (expired rows the last pass left in
 -- place: still referenced by a foreign key, refused by a trigger or a
--- constraint) and last_error_sqlstate.
+-- constraint), last_error_sqlstate and rows_last_pass (rows the last
+-- complete pass deleted, archived or soft-deleted).
 DROP VIEW @extschema@.ttl_index_stats;
 DROP FUNCTION @extschema@.ttl_index_policy_stats();
 
@@ -31,7 +32,8 @@ CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT rows_soft_deleted bigint,
 	OUT partitions_dropped bigint,
 	OUT rows_held bigint,
-	OUT last_error_sqlstate text)
+	OUT last_error_sqlstate text,
+	OUT rows_last_pass bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
@@ -71,7 +73,8 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.rows_soft_deleted, 0) AS rows_soft_deleted,
 		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
 		   coalesce(s.rows_held, 0) AS rows_held,
-		   s.last_error_sqlstate
+		   s.last_error_sqlstate,
+		   coalesce(s.rows_last_pass, 0) AS rows_last_pass
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id;
 
@@ -96,3 +99,4 @@ CREATE VIEW @extschema@.ttl_index_databases AS
 	SELECT * FROM @extschema@.ttl_index_database_status();
 
 GRANT SELECT ON @extschema@.ttl_index_databases TO PUBLIC;
+

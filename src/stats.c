@@ -57,7 +57,7 @@
 #define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
 #define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
 /* changes whenever the layout of TtlStatsRecord changes */
-#define TTL_STATS_FILE_MAGIC	0x544c5403
+#define TTL_STATS_FILE_MAGIC	0x544c5404
 
 /* one entry in the stats file */
 typedef struct TtlStatsRecord
@@ -74,7 +74,8 @@ typedef struct TtlPendingCount
 	int32		policy_id;
 	TtlBatchResult result;		/* or a pass: */
 	bool		is_pass;
-	int64		left;
+	int64		rows;			/* a pass: rows it took */
+	int64		left;			/* a pass: expired rows it left */
 } TtlPendingCount;
 
 static bool Deferring = false;
@@ -285,7 +286,7 @@ ttl_stats_defer(bool defer)
  */
 static void
 ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
-			   bool is_pass, int64 left)
+			   bool is_pass, int64 rows, int64 left)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	TtlPendingCount *p = palloc0(sizeof(TtlPendingCount));
@@ -300,6 +301,7 @@ ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
 		p->result.xmins = NULL;
 	}
 	p->is_pass = is_pass;
+	p->rows = rows;
 	p->left = left;
 	Pending = lappend(Pending, p);
 	MemoryContextSwitchTo(old);
@@ -344,7 +346,7 @@ ttl_stats_add_batch(Oid dboid, int32 policy_id, TtlBatchResult *result)
  *		Count a completed pass and the rows it left in place.
  */
 static void
-ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 left)
+ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 rows, int64 left)
 {
 	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
 
@@ -352,6 +354,7 @@ ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 left)
 		return;
 	SpinLockAcquire(&e->mutex);
 	e->c.passes++;
+	e->c.last_pass_rows = rows;
 	e->c.rows_held = left;
 	SpinLockRelease(&e->mutex);
 	LWLockRelease(ttl_shmem_stats_lock());
@@ -365,23 +368,24 @@ void
 ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 {
 	if (Deferring)
-		ttl_stats_pend(dboid, policy, result, false, 0);
+		ttl_stats_pend(dboid, policy, result, false, 0, 0);
 	else
 		ttl_stats_add_batch(dboid, policy->id, result);
 }
 
 /*
  * ttl_stats_count_pass
- *		Count a completed pass; `left` is how many expired rows it could not
- *		delete (rows_held).
+ *		Count a completed pass; `rows` is how many rows it deleted, archived
+ *		or soft-deleted, `left` how many expired rows it could not delete
+ *		(rows_held).
  */
 void
-ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 left)
+ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows, int64 left)
 {
 	if (Deferring)
-		ttl_stats_pend(dboid, policy, NULL, true, left);
+		ttl_stats_pend(dboid, policy, NULL, true, rows, left);
 	else
-		ttl_stats_add_pass(dboid, policy->id, left);
+		ttl_stats_add_pass(dboid, policy->id, rows, left);
 }
 
 /*
@@ -469,7 +473,7 @@ ttl_stats_at_xact_end(bool commit)
 			TtlPendingCount *p = (TtlPendingCount *) lfirst(lc);
 
 			if (p->is_pass)
-				ttl_stats_add_pass(p->dboid, p->policy_id, p->left);
+				ttl_stats_add_pass(p->dboid, p->policy_id, p->rows, p->left);
 			else
 				ttl_stats_add_batch(p->dboid, p->policy_id, &p->result);
 		}

@@ -432,6 +432,7 @@ typedef struct TtlStatsCounters
 	int64		rows_soft_deleted;
 	int64		partitions_dropped;
 	int64		rows_held;		/* gauge: left in place by the last pass */
+	int64		last_pass_rows; /* gauge: rows the last complete pass took */
 	double		time_spent_ms;
 	TimestampTz last_run;
 	TimestampTz last_error_at;
@@ -443,7 +444,8 @@ typedef struct TtlStatsCounters
 extern void ttl_stats_init(void);
 extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 								  TtlBatchResult *result);
-extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 left);
+extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows,
+								 int64 left);
 extern void ttl_stats_count_locked(Oid dboid, TtlPolicy *policy);
 extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,
 								  int sqlerrcode, const char *message);

@@ -33,7 +33,7 @@
 
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		20
+#define TTL_STATS_COLS		21
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
 #define TTL_STATS_COLS_1_0	13
@@ -192,6 +192,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[i] = true;
 		i++;
+		values[i++] = Int64GetDatum(c.last_pass_rows);
 		Assert(i == TTL_STATS_COLS);
 
 		/*

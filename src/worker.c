@@ -395,7 +395,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	switch (result->outcome)
 	{
 		case TTL_BATCH_DONE:
-			ttl_stats_count_pass(MyDatabaseId, &e->policy,
+			ttl_stats_count_pass(MyDatabaseId, &e->policy, pass->pass_rows,
 								 pass->pass_left + ttl_held_count(e->held));
 			ttl_worker_log_pass(e, relname, now);
 			e->caught_up = pass->pass_skipped_locked == 0 && pass->pass_left == 0;

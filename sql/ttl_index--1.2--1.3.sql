@@ -1,4 +1,4 @@
-/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases) */
+/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases, a TTL written as a quoted literal) */
 
 -- A fresh CREATE EXTENSION of 1.3 runs ttl_index--1.0.sql, then each
 -- upgrade script in turn, ending with this one.
@@ -99,4 +99,28 @@ CREATE VIEW @extschema@.ttl_index_databases AS
 	SELECT * FROM @extschema@.ttl_index_database_status();
 
 GRANT SELECT ON @extschema@.ttl_index_databases TO PUBLIC;
+
+-- A TTL written as a quoted literal, ttl_create_index('t', 'c', '3600'):
+-- an untyped literal matched both the interval and the bigint form, and
+-- PostgreSQL refused the call as ambiguous.  Text is the preferred type
+-- for an untyped literal, so this form takes it; it reads the text as an
+-- interval, where a bare number is seconds.
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after text,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_text'
+LANGUAGE C;
+
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer) IS
+	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 

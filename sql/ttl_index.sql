@@ -266,7 +266,7 @@ SELECT ttl_create_index('app.typed', 'ts', -9223372036854775808);
 ALTER TABLE app.sessions ALTER COLUMN created_at TYPE text;
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute
  WHERE attrelid = 'app.sessions'::regclass AND attname = 'created_at';
-SELECT ttl_create_index('app.typed', 'ts', '1 hour');
+SELECT ttl_create_index('app.typed', 'ts', 'one hour');
 SELECT ttl_drop_index('app.typed', 'ts');
 SELECT ttl_drop_index('app.typed', 'nosuchcolumn');
 SELECT ttl_drop_index(NULL, 'ts');

@@ -62,6 +62,7 @@
 
 PG_FUNCTION_INFO_V1(ttl_create_index);
 PG_FUNCTION_INFO_V1(ttl_create_index_seconds);
+PG_FUNCTION_INFO_V1(ttl_create_index_text);
 PG_FUNCTION_INFO_V1(ttl_drop_index);
 PG_FUNCTION_INFO_V1(ttl_index_policy_changed);
 PG_FUNCTION_INFO_V1(ttl_index_installed);
@@ -685,8 +686,30 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 }
 
 /*
+ * ttl_api_check_interval
+ *		Validate a TTL given as an interval: no months (they have no fixed
+ *		length), not negative, at most 100 years.
+ */
+static void
+ttl_api_check_interval(Interval *span)
+{
+	int64		usecs;
+	bool		overflow;
+
+	if (span->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("expire_after must not contain months or years"),
+				 errdetail("Months and years have no fixed length."),
+				 errhint("Use days instead, for example interval '30 days'.")));
+	overflow = pg_mul_s64_overflow(span->day, USECS_PER_DAY, &usecs) ||
+		pg_add_s64_overflow(usecs, span->time, &usecs);
+	ttl_api_check_expire(usecs, overflow);
+}
+
+/*
  * ttl_create_index(table regclass, column text, expire_after interval,
- *					batch_size integer DEFAULT NULL) returns integer
+ *					batch_size integer DEFAULT NULL, ...) returns integer
  *		Create the policy, or change it in place; returns its id.
  */
 Datum
@@ -699,26 +722,13 @@ ttl_create_index(PG_FUNCTION_ARGS)
 	ttl_api_require(fcinfo, 2, "expire_after");
 
 	span = PG_GETARG_INTERVAL_P(2);
-	if (span->month != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("expire_after must not contain months or years"),
-				 errdetail("Months and years have no fixed length."),
-				 errhint("Use days instead, for example interval '30 days'.")));
-	{
-		int64		usecs;
-		bool		overflow;
-
-		overflow = pg_mul_s64_overflow(span->day, USECS_PER_DAY, &usecs) ||
-			pg_add_s64_overflow(usecs, span->time, &usecs);
-		ttl_api_check_expire(usecs, overflow);
-	}
+	ttl_api_check_interval(span);
 	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
 }
 
 /*
  * ttl_create_index(table regclass, column text, expire_after bigint,
- *					batch_size integer DEFAULT NULL) returns integer
+ *					batch_size integer DEFAULT NULL, ...) returns integer
  *		The same, with the TTL in seconds.
  */
 Datum
@@ -738,6 +748,36 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 
 	span = palloc0(sizeof(Interval));
 	span->time = secs * USECS_PER_SEC;
+	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
+}
+
+/*
+ * ttl_create_index(table regclass, column text, expire_after text,
+ *					batch_size integer DEFAULT NULL, ...) returns integer
+ *		The same, with the TTL written as text: a quoted literal such as
+ *		'3600' or '1 hour'.  Without this form such a call matches both
+ *		the interval and the bigint form and PostgreSQL refuses it as
+ *		ambiguous; with it, an untyped literal resolves here (text is the
+ *		preferred type for an unknown literal).  The text is read as an
+ *		interval, and interval input reads a bare number as seconds, so
+ *		'3600', '3600 seconds' and '1 hour' are the same TTL.
+ */
+Datum
+ttl_create_index_text(PG_FUNCTION_ARGS)
+{
+	char	   *str;
+	Interval   *span;
+
+	ttl_api_require(fcinfo, 0, "table_name");
+	ttl_api_require(fcinfo, 1, "column_name");
+	ttl_api_require(fcinfo, 2, "expire_after");
+
+	str = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	span = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+												 CStringGetDatum(str),
+												 ObjectIdGetDatum(InvalidOid),
+												 Int32GetDatum(-1)));
+	ttl_api_check_interval(span);
 	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
 }
 

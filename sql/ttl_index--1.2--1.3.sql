@@ -1,4 +1,4 @@
-/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases, a TTL written as a quoted literal) */
+/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases, a TTL written as a quoted literal, ttl_summary() and the pg_ttl_index importer) */
 
 -- A fresh CREATE EXTENSION of 1.3 runs ttl_index--1.0.sql, then each
 -- upgrade script in turn, ending with this one.
@@ -124,3 +124,336 @@ LANGUAGE C;
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 
+-- ttl_summary(): the columns of pg_ttl_index's summary function, computed
+-- from ttl_index_stats, so that monitoring queries written for it keep
+-- working.  expire_after_seconds is bigint (a TTL may exceed 68 years);
+-- index_name is a valid btree index that leads with the column: the one
+-- ttl_create_index made if there is one, else a plain one before a partial
+-- one (the worker chooses among them each pass; this is a summary).
+CREATE FUNCTION @extschema@.ttl_summary(
+	OUT schema_name text,
+	OUT table_name text,
+	OUT column_name text,
+	OUT expire_after_seconds bigint,
+	OUT batch_size integer,
+	OUT active boolean,
+	OUT last_run timestamptz,
+	OUT time_since_last_run interval,
+	OUT rows_deleted_last_run bigint,
+	OUT total_rows_deleted bigint,
+	OUT index_name text,
+	OUT soft_delete_column text,
+	OUT cleanup_mode text)
+RETURNS SETOF record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT n.nspname::text,
+		   c.relname::text,
+		   s.column_name::text,
+		   extract(epoch FROM s.expire_after)::bigint,
+		   s.batch_size,
+		   NOT s.paused,
+		   s.last_run,
+		   now() - s.last_run,
+		   s.rows_last_pass,
+		   s.rows_deleted + s.rows_soft_deleted,
+		   (SELECT ic.relname::text
+			  FROM pg_index i
+			  JOIN pg_class ic ON ic.oid = i.indexrelid
+			  JOIN pg_am am ON am.oid = ic.relam
+			  JOIN @extschema@.ttl_index_policy p ON p.id = s.policy_id
+			 WHERE i.indrelid = s.table_name
+			   AND i.indkey[0] = p.attnum
+			   AND i.indisvalid
+			   AND am.amname = 'btree'
+			 ORDER BY obj_description(i.indexrelid, 'pg_class')
+					  IS DISTINCT FROM 'created by ttl_index; dropped by ttl_drop_index()',
+					  i.indpred IS NOT NULL,
+					  ic.relname
+			 LIMIT 1),
+		   s.soft_delete_column::text,
+		   CASE s.action
+			   WHEN 'soft_delete' THEN 'soft_delete'
+			   WHEN 'archive' THEN 'archive'
+			   ELSE 'hard_delete'
+		   END
+	  FROM @extschema@.ttl_index_stats s
+	  JOIN pg_class c ON c.oid = s.table_name
+	  JOIN pg_namespace n ON n.oid = c.relnamespace
+	 ORDER BY 1, 2, 3
+$$;
+
+COMMENT ON FUNCTION @extschema@.ttl_summary() IS
+	'pg_ttl_index''s summary columns, from ttl_index_stats';
+
+-- ttl_import_pg_ttl_index(source): make the policies a pg_ttl_index
+-- installation had, from a copy of its ttl_index_table (the table goes
+-- with DROP EXTENSION pg_ttl_index, and the two extensions cannot share a
+-- database: copy it first, see docs/migrating.md).  Reads the columns of
+-- every version of that table: schema_name (3.0; before, the bare
+-- table_name is looked up in public, as pg_ttl_index found it on the
+-- default search_path, else read as written), table_name, column_name,
+-- expire_after_seconds, batch_size, soft_delete_column, active,
+-- index_name, index_created_by_extension.
+--
+-- One row out per row in: each policy is made in its own subtransaction
+-- with ttl_create_index() (as the caller, who must own the table, as for
+-- any call) and paused with ttl_pause() where the peer's was inactive.  A
+-- row that fails says why in status and the import goes on; a batch size
+-- of 10000 (the peer's default, and ours) becomes ours, so the policy
+-- follows ttl_index.batch_size.  index_name is the index the policy scans
+-- when it is the peer's or one ttl_create_index made; redundant_index is
+-- the peer's own index when the policy does not need it any more (a soft
+-- delete wants a partial index), left in place for the caller to drop.
+-- A row whose table or column is gone is skipped.  With dry_run nothing
+-- changes: the copy is read, its tables and columns looked up, and status
+-- says what would be done (ttl_create_index's own checks, the column's
+-- type and the caller's ownership, run only in the import itself).
+CREATE FUNCTION @extschema@.ttl_import_pg_ttl_index(
+	source regclass,
+	dry_run boolean DEFAULT false,
+	OUT table_name text,
+	OUT column_name text,
+	OUT expire_after interval,
+	OUT batch_size integer,
+	OUT soft_delete_column text,
+	OUT paused boolean,
+	OUT policy_id integer,
+	OUT index_name regclass,
+	OUT redundant_index regclass,
+	OUT status text)
+RETURNS SETOF record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r			jsonb;
+	rel			regclass;
+	peer_index	regclass;
+	peer_made	boolean;
+	ours		regclass;
+	secs		bigint;
+	attnum		int2;
+BEGIN
+	IF source IS NULL THEN
+		RAISE EXCEPTION 'source must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF (SELECT count(*) FROM pg_attribute a
+		 WHERE a.attrelid = source AND a.attnum > 0 AND NOT a.attisdropped
+		   AND a.attname IN ('table_name', 'column_name', 'expire_after_seconds')) < 3 THEN
+		RAISE EXCEPTION '% is not a copy of pg_ttl_index''s ttl_index_table', source
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'It needs the columns table_name, column_name and expire_after_seconds.';
+	END IF;
+	FOR r IN EXECUTE format('SELECT j FROM (SELECT to_jsonb(s) AS j FROM %s s) t '
+							'ORDER BY j->>''schema_name'', j->>''table_name'', j->>''column_name''',
+							source)
+	LOOP
+		IF r->>'schema_name' IS NOT NULL THEN
+			table_name := quote_ident(r->>'schema_name') || '.' || quote_ident(r->>'table_name');
+			rel := to_regclass(table_name);
+		ELSE
+			-- before 3.0: the bare name pg_ttl_index quoted and found on the
+			-- default search_path, so in public; or a qualified name
+			table_name := r->>'table_name';
+			rel := to_regclass('public.' || quote_ident(table_name));
+			IF rel IS NULL THEN
+				rel := to_regclass(table_name);
+			END IF;
+		END IF;
+		column_name := r->>'column_name';
+		secs := (r->>'expire_after_seconds')::bigint;
+		expire_after := make_interval(secs => secs);
+		batch_size := nullif((r->>'batch_size')::integer, 10000);
+		soft_delete_column := r->>'soft_delete_column';
+		paused := NOT coalesce((r->>'active')::boolean, true);
+		policy_id := NULL;
+		index_name := NULL;
+		redundant_index := NULL;
+		IF rel IS NULL THEN
+			status := 'skipped: table not found';
+			RAISE WARNING 'pg_ttl_index policy on % skipped: table not found', table_name;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+		table_name := rel::text;
+		IF NOT EXISTS (SELECT 1 FROM pg_attribute a
+						WHERE a.attrelid = rel AND a.attname = column_name
+						  AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			status := 'skipped: column not found';
+			RAISE WARNING 'pg_ttl_index policy on %.% skipped: column not found',
+				table_name, column_name;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+
+		-- the peer's index, and whether the peer made it (2.x: by its name)
+		peer_index := NULL;
+		IF r->>'index_name' IS NOT NULL THEN
+			peer_index := to_regclass(quote_ident(
+				coalesce(r->>'schema_name',
+						 (SELECT nspname FROM pg_namespace nsp
+							JOIN pg_class c ON c.relnamespace = nsp.oid
+						   WHERE c.oid = rel))) || '.' || quote_ident(r->>'index_name'));
+		END IF;
+		peer_made := coalesce((r->>'index_created_by_extension')::boolean,
+							  r->>'index_name' LIKE 'idx\_ttl\_%');
+
+		IF dry_run THEN
+			status := CASE WHEN paused THEN 'would import, paused' ELSE 'would import' END;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+
+		BEGIN
+			policy_id := @extschema@.ttl_create_index(rel, column_name, secs,
+													  batch_size => batch_size,
+													  soft_delete_column => soft_delete_column);
+			IF paused THEN
+				PERFORM @extschema@.ttl_pause(rel, column_name);
+			END IF;
+			status := CASE WHEN paused THEN 'imported, paused' ELSE 'imported' END;
+		EXCEPTION WHEN OTHERS THEN
+			policy_id := NULL;
+			status := 'failed: ' || SQLERRM;
+			RAISE WARNING 'pg_ttl_index policy on %.% not imported: %',
+				table_name, column_name, SQLERRM;
+			RETURN NEXT;
+			CONTINUE;
+		END;
+
+		-- the index the policy scans: one ttl_create_index made, else the
+		-- peer's when it leads with the column
+		SELECT p.attnum INTO attnum FROM @extschema@.ttl_index_policy p WHERE p.id = policy_id;
+		SELECT i.indexrelid::regclass INTO ours
+		  FROM pg_index i
+		 WHERE i.indrelid = rel
+		   AND i.indkey[0] = attnum
+		   AND obj_description(i.indexrelid, 'pg_class') =
+			   'created by ttl_index; dropped by ttl_drop_index()'
+		 LIMIT 1;
+		IF ours IS NOT NULL THEN
+			index_name := ours;
+			IF peer_index IS NOT NULL AND peer_made AND peer_index <> ours THEN
+				redundant_index := peer_index;
+			END IF;
+		ELSIF peer_index IS NOT NULL AND EXISTS (
+				SELECT 1 FROM pg_index i
+				 WHERE i.indexrelid = peer_index AND i.indkey[0] = attnum) THEN
+			index_name := peer_index;
+		END IF;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.ttl_import_pg_ttl_index(regclass, boolean) IS
+	'create the policies of a copy of pg_ttl_index''s ttl_index_table; one row per policy says what was done';
+
+-- ttl_from_cron(): the pg_cron jobs that look like expiry cleanups (a
+-- DELETE of the rows whose timestamp is older than now() minus an
+-- interval, batched or not), each with the ttl_create_index() call that
+-- replaces it.  Reads cron.job (as the caller: pg_cron shows each role
+-- its own jobs); changes nothing.  Recognised: DELETE FROM t WHERE c <
+-- now() - interval 'x' (also current_timestamp, clock_timestamp(),
+-- localtimestamp, '<x>'::interval and make_interval(secs => n)), alone
+-- or inside the usual batching subquery; every other job is listed with
+-- the reason it was not matched.  A condition beyond the time one is
+-- pointed out, to be written as the policy's filter by hand.
+CREATE FUNCTION @extschema@.ttl_from_cron(
+	OUT jobid bigint,
+	OUT jobname text,
+	OUT database text,
+	OUT schedule text,
+	OUT command text,
+	OUT ttl_call text,
+	OUT note text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET IntervalStyle = postgres
+AS $$
+DECLARE
+	j			jsonb;
+	stmt		text;
+	m			text[];
+	tab			text;
+	col			text;
+	span		interval;
+	span_text	text;
+	n_months	int;
+	ident		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)';
+	now_fn		constant text :=
+		'(?:now\(\s*\)|current_timestamp|clock_timestamp\(\s*\)|localtimestamp|'
+		'statement_timestamp\(\s*\)|transaction_timestamp\(\s*\))';
+	found_one	boolean;
+BEGIN
+	IF to_regclass('cron.job') IS NULL THEN
+		RAISE EXCEPTION 'pg_cron is not installed in this database'
+			USING ERRCODE = 'undefined_table',
+				  HINT = 'Call ttl_from_cron() in the database that has CREATE EXTENSION pg_cron (cron.database_name).';
+	END IF;
+	FOR j IN SELECT to_jsonb(c) FROM cron.job c ORDER BY c.jobid
+	LOOP
+		jobid := (j->>'jobid')::bigint;
+		jobname := j->>'jobname';
+		database := j->>'database';
+		schedule := j->>'schedule';
+		command := j->>'command';
+		found_one := false;
+		FOREACH stmt IN ARRAY regexp_split_to_array(coalesce(command, ''), ';')
+		LOOP
+			-- the table the DELETE is on
+			m := regexp_match(stmt, '^\s*delete\s+from\s+(?:only\s+)?(' || ident ||
+							  '(?:\s*\.\s*' || ident || ')?)', 'i');
+			CONTINUE WHEN m IS NULL;
+			tab := regexp_replace(m[1], '\s+', '', 'g');
+			-- its time condition: column < now() - interval
+			m := regexp_match(stmt, '(?:' || ident || '\s*\.\s*)?(' || ident || ')\s*<=?\s*' ||
+							  now_fn || '\s*-\s*(?:interval\s*''([^'']+)''|''([^'']+)''\s*::\s*interval|'
+							  'make_interval\(\s*secs\s*=>\s*([0-9.]+)\s*\))', 'i');
+			CONTINUE WHEN m IS NULL;
+			col := m[1];
+			IF col ~ '^"' THEN
+				col := replace(substr(col, 2, length(col) - 2), '""', '"');
+			ELSE
+				col := lower(col);
+			END IF;
+			span_text := coalesce(m[2], m[3], m[4] || ' seconds');
+			span := span_text::interval;
+			note := format('then SELECT cron.unschedule(%s)', jobid);
+			n_months := 12 * extract(year FROM span)::int + extract(month FROM span)::int;
+			IF n_months <> 0 THEN
+				-- a TTL has no months (they have no fixed length)
+				span := span - make_interval(months => n_months) + make_interval(days => 30 * n_months);
+				note := format('the job counts calendar months, a TTL days: %s is written as %s. ',
+							   span_text, span) || note;
+				span_text := span::text;
+			END IF;
+			IF (SELECT count(*) FROM unnest(regexp_split_to_array(command, ';')) u
+				 WHERE u !~ '^\s*$') > 1 THEN
+				note := 'the job runs other statements too: keep them in a job of their own. ' || note;
+			END IF;
+			IF stmt ~* '\m(and|or)\M' THEN
+				note := 'the job has conditions beyond the time: add them as filter => ''...''. ' || note;
+			END IF;
+			IF database IS NOT NULL AND database <> current_database() THEN
+				note := format('run the call in database %s. ', database) || note;
+			END IF;
+			ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L);', tab, col, span_text);
+			found_one := true;
+			RETURN NEXT;
+		END LOOP;
+		IF NOT found_one THEN
+			ttl_call := NULL;
+			note := 'not recognised as an expiry cleanup (DELETE FROM t WHERE c < now() - interval ''...'')';
+			RETURN NEXT;
+		END IF;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.ttl_from_cron() IS
+	'the pg_cron jobs that look like expiry cleanups, with the ttl_create_index() call that replaces each; changes nothing';

@@ -65,7 +65,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	start=$(date +%s)
 	ttl_packages postgresql-15 postgresql-server-dev-15 make gcc libipc-run-perl \
 		gnuplot-nox bc bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config \
-		postgresql-server-dev-all debhelper dpkg-dev
+		postgresql-server-dev-all debhelper dpkg-dev postgresql-15-cron
 	ttl_postgres_user
 	work=$(mktemp -d /tmp/ttl_index_test.XXXXXX)
 	trap 'rm -rf "$work"' EXIT

@@ -18,6 +18,7 @@ OBJS = \
 	src/held.o \
 	src/hooks.o \
 	src/launcher.o \
+	src/origin.o \
 	src/owner.o \
 	src/partition.o \
 	src/probe.o \

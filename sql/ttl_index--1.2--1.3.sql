@@ -1,9 +1,13 @@
-/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases, a TTL written as a quoted literal, ttl_summary() and the pg_ttl_index importer) */
+/* ttl_index--1.2--1.3.sql: from 1.2 to 1.3 (rows held back, the SQLSTATE of the last error and the rows of the last pass in ttl_index_stats, the databases and their turns in ttl_index_databases, a TTL written as a quoted literal, ttl_summary() and the pg_ttl_index importer, the replication_origin option) */
 
 -- A fresh CREATE EXTENSION of 1.3 runs ttl_index--1.0.sql, then each
 -- upgrade script in turn, ending with this one.
 
 \echo Use "ALTER EXTENSION ttl_index UPDATE TO '1.3'" to load this file. \quit
+
+-- A policy's replication_origin: whether the worker's changes carry the
+-- replication origin (NULL: as ttl_index.replication_origin says).
+ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN replication_origin boolean;
 
 -- ttl_index_stats gains rows_held (expired rows the last pass left in
 -- place: still referenced by a foreign key, refused by a trigger or a
@@ -74,7 +78,8 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
 		   coalesce(s.rows_held, 0) AS rows_held,
 		   s.last_error_sqlstate,
-		   coalesce(s.rows_last_pass, 0) AS rows_last_pass
+		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
+		   p.replication_origin
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id;
 
@@ -100,11 +105,49 @@ CREATE VIEW @extschema@.ttl_index_databases AS
 
 GRANT SELECT ON @extschema@.ttl_index_databases TO PUBLIC;
 
--- A TTL written as a quoted literal, ttl_create_index('t', 'c', '3600'):
--- an untyped literal matched both the interval and the bigint form, and
--- PostgreSQL refused the call as ambiguous.  Text is the preferred type
--- for an untyped literal, so this form takes it; it reads the text as an
--- interval, where a bare number is seconds.
+-- ttl_create_index gains the replication_origin option, and a third form:
+-- a TTL written as a quoted literal, ttl_create_index('t', 'c', '3600'),
+-- matched both the interval and the bigint form, and PostgreSQL refused
+-- the call as ambiguous.  Text is the preferred type for an untyped
+-- literal, so the text form takes it; it reads the text as an interval,
+-- where a bare number is seconds.
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer);
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer);
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after interval DEFAULT '0',
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index'
+LANGUAGE C;
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after bigint,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_seconds'
+LANGUAGE C;
+
 CREATE FUNCTION @extschema@.ttl_create_index(
 	table_name regclass,
 	column_name text,
@@ -116,12 +159,17 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	unit text DEFAULT NULL,
 	action text DEFAULT NULL,
 	archive_table regclass DEFAULT NULL,
-	rate_limit integer DEFAULT NULL)
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index_text'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean) IS
+	'create or change the TTL policy of a table column; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean) IS
+	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 
 -- ttl_summary(): the columns of pg_ttl_index's summary function, computed

@@ -318,6 +318,7 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_ACTION			8
 #define TTL_ARG_ARCHIVE_TABLE	9
 #define TTL_ARG_RATE_LIMIT		10
+#define TTL_ARG_REPLICATION_ORIGIN	11
 
 /*
  * ttl_api_options
@@ -353,6 +354,8 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unit must be one of 's', 'ms', 'us' or 'ns', not \"%s\"", *unit)));
 
+	policy->replication_origin = ttl_api_arg_null(fcinfo, TTL_ARG_REPLICATION_ORIGIN) ? -1 :
+		PG_GETARG_BOOL(TTL_ARG_REPLICATION_ORIGIN) ? 1 : 0;
 	policy->soft_column = ttl_api_text_arg(fcinfo, TTL_ARG_SOFT_COLUMN);
 	policy->archive_relid = ttl_api_arg_null(fcinfo, TTL_ARG_ARCHIVE_TABLE) ?
 		InvalidOid : PG_GETARG_OID(TTL_ARG_ARCHIVE_TABLE);
@@ -447,6 +450,11 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("these options of ttl_create_index need version 1.2 of the extension"),
+				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+	if (policy->replication_origin >= 0 && !ttl_catalog_has_origin())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replication_origin option of ttl_create_index needs version 1.3 of the extension"),
 				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
 }
 
@@ -583,10 +591,11 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 					 const char *action)
 {
 	bool		current = ttl_catalog_is_current();
-	Oid			argtypes[11] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
-	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID};
-	Datum		values[11];
-	char		nulls[11];
+	bool		has_origin = current && ttl_catalog_has_origin();
+	Oid			argtypes[12] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID};
+	Datum		values[12];
+	char		nulls[12];
 	NameData	colnamedata;
 	NameData	ttlnamedata;
 	NameData	softnamedata;
@@ -620,8 +629,29 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[9] = policy->soft_column ? ' ' : 'n';
 	values[10] = Int32GetDatum(policy->rate_limit);
 	nulls[10] = policy->rate_limit > 0 ? ' ' : 'n';
+	values[11] = BoolGetDatum(policy->replication_origin > 0);
+	nulls[11] = policy->replication_origin >= 0 ? ' ' : 'n';
 
-	if (current)
+	if (has_origin)
+		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
+					   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit,"
+					   " replication_origin)"
+					   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+					   " ON CONFLICT (relid, attnum) DO UPDATE"
+					   " SET expire_after = excluded.expire_after,"
+					   "     batch_size = excluded.batch_size,"
+					   "     column_name = excluded.column_name,"
+					   "     ttl_column = excluded.ttl_column,"
+					   "     filter = excluded.filter,"
+					   "     unit = excluded.unit,"
+					   "     action = excluded.action,"
+					   "     archive_table = excluded.archive_table,"
+					   "     soft_delete_column = excluded.soft_delete_column,"
+					   "     rate_limit = excluded.rate_limit,"
+					   "     replication_origin = excluded.replication_origin"
+					   " RETURNING id",
+					   ttl_catalog_relname());
+	else if (current)
 		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
 					   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit)"
 					   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
@@ -648,7 +678,8 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 					   " RETURNING id",
 					   ttl_catalog_relname());
 	SPI_connect();
-	ret = ttl_api_as_extension_owner(sql, current ? 11 : 4, argtypes, values, nulls);
+	ret = ttl_api_as_extension_owner(sql, has_origin ? 12 : current ? 11 : 4,
+									 argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

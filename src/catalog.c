@@ -138,6 +138,20 @@ ttl_catalog_is_current(void)
 }
 
 /*
+ * ttl_catalog_has_origin
+ *		Whether the policy catalog has the 1.3 column replication_origin
+ *		(not between installing this library and ALTER EXTENSION UPDATE).
+ */
+bool
+ttl_catalog_has_origin(void)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) &&
+		get_attnum(catrelid, "replication_origin") != InvalidAttrNumber;
+}
+
+/*
  * ttl_interval_usecs
  *		An expire_after interval as microseconds.  Days count as 24 hours;
  *		months are refused when a policy is created (they have no fixed
@@ -176,13 +190,16 @@ ttl_load_policies(MemoryContext cxt)
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " ttl_column::pg_catalog.text, filter, unit, action,"
 					   " archive_table::pg_catalog.oid, soft_delete_column::pg_catalog.text,"
-					   " coalesce(rate_limit, 0)"
-					   " FROM %s ORDER BY id", catalog);
+					   " coalesce(rate_limit, 0), %s"
+					   " FROM %s ORDER BY id",
+					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
+					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
-					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0"
+					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
+					   " NULL::pg_catalog.bool"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -224,6 +241,8 @@ ttl_load_policies(MemoryContext cxt)
 		d = SPI_getbinval(tup, desc, 13, &isnull);
 		p->soft_column = isnull ? NULL : TextDatumGetCString(d);
 		p->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 14, &isnull));
+		d = SPI_getbinval(tup, desc, 15, &isnull);
+		p->replication_origin = isnull ? -1 : DatumGetBool(d) ? 1 : 0;
 		result = lappend(result, p);
 		MemoryContextSwitchTo(old);
 	}
@@ -308,6 +327,7 @@ ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 		a->enabled == b->enabled && a->unit_ns == b->unit_ns &&
 		a->action == b->action && a->archive_relid == b->archive_relid &&
 		a->rate_limit == b->rate_limit &&
+		a->replication_origin == b->replication_origin &&
 		ttl_str_equal(a->column_name, b->column_name) &&
 		ttl_str_equal(a->ttl_column, b->ttl_column) &&
 		ttl_str_equal(a->filter, b->filter) &&

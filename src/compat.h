@@ -91,6 +91,22 @@
  * PostgreSQL 18 lets a module declare its name and version
  * (PG_MODULE_MAGIC_EXT), shown by pg_get_loaded_modules().
  */
+/* replorigin_session_setup() takes the pid that acquired the origin in 16 */
+/* how many origins may be in use at once (replorigin_session_setup asserts > 0) */
+#if PG_VERSION_NUM >= 180000
+#define TTL_ORIGIN_CAPACITY		max_active_replication_origins
+#define TTL_ORIGIN_CAPACITY_NAME "max_active_replication_origins"
+#else
+#define TTL_ORIGIN_CAPACITY		max_replication_slots
+#define TTL_ORIGIN_CAPACITY_NAME "max_replication_slots"
+#endif
+
+#if PG_VERSION_NUM >= 160000
+#define ttl_replorigin_session_setup(node)	replorigin_session_setup((node), 0)
+#else
+#define ttl_replorigin_session_setup(node)	replorigin_session_setup(node)
+#endif
+
 #if PG_VERSION_NUM >= 180000
 #define TTL_MODULE_MAGIC \
 	PG_MODULE_MAGIC_EXT(.name = TTL_EXTENSION_NAME, .version = TTL_LIBRARY_VERSION)

@@ -31,6 +31,7 @@ void		_PG_init(void);
 
 bool		ttl_enabled = true;
 bool		ttl_synchronous_commit = true;
+bool		ttl_replication_origin = true;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
 int			ttl_max_sleep = 1000;
@@ -67,6 +68,14 @@ _PG_init(void)
 							 "Whether the background workers delete expired rows.",
 							 "When off, the workers keep running but delete nothing.",
 							 &ttl_enabled, true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ttl_index.replication_origin",
+							 "Whether the workers' changes carry the replication origin ttl_index, so that logical decoding can tell them apart.",
+							 "A policy's replication_origin option overrides it.  Marked changes are skipped by "
+							 "subscriptions made WITH (origin = none) and by test_decoding's only-local.",
+							 &ttl_replication_origin, true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 

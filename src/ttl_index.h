@@ -64,6 +64,7 @@
  */
 extern bool ttl_enabled;
 extern bool ttl_synchronous_commit;
+extern bool ttl_replication_origin;
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
 extern int	ttl_max_sleep;			/* ms */
@@ -110,12 +111,15 @@ typedef struct TtlPolicy
 	Oid			archive_relid;	/* TTL_ACTION_ARCHIVE */
 	char	   *soft_column;	/* TTL_ACTION_SOFT_DELETE */
 	int32		rate_limit;		/* rows/s, 0 = none */
+	int8		replication_origin; /* mark its changes: 1, 0, or -1 for
+									 * ttl_index.replication_origin */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
 extern Oid	ttl_catalog_namespace(bool missing_ok);
 extern char *ttl_catalog_relname(void);
 extern bool ttl_catalog_is_current(void);
+extern bool ttl_catalog_has_origin(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
@@ -382,6 +386,15 @@ extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
 							 TtlBatchResult *failed, int sqlerrcode,
 							 bool *held_one);
 extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
+
+/* ----------
+ * The replication origin of the worker's changes (origin.c)
+ * ----------
+ */
+extern void ttl_origin_batch_begin(TtlPolicy *policy);
+extern void ttl_origin_batch_end(void);
+extern bool ttl_origin_wanted(TtlPolicy *policy);
+extern void ttl_origin_config_reloaded(void);
 
 /* ----------
  * Whole-partition drops (partition.c)

@@ -464,6 +464,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	if (ttl_yield_busy())
 		pass->row_limit = Min(pass->row_limit, TTL_BUSY_BATCH_ROWS);
 
+	ttl_origin_batch_begin(&e->policy);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (!ttl_synchronous_commit)
@@ -489,6 +490,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		ttl_origin_batch_end();
 		ttl_slot_batch_end(pass);
 		now = GetCurrentTimestamp();
 		ttl_worker_failed(e, &result, edata, relname, now);
@@ -498,6 +500,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	}
 	PG_END_TRY();
 
+	ttl_origin_batch_end();
 	ttl_slot_batch_end(pass);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -941,6 +944,7 @@ ttl_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			ttl_origin_config_reloaded();
 			if (!ttl_yield_renice())
 			{
 				ereport(LOG,

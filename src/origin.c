@@ -1,0 +1,165 @@
+/*-------------------------------------------------------------------------
+ *
+ * origin.c
+ *	  The replication origin the worker's changes carry, so that logical
+ *	  decoding can tell a TTL delete from an application's: test_decoding's
+ *	  only-local skips them, a subscription made WITH (origin = none) does
+ *	  not receive them, one with origin = any (the default) does.
+ *
+ * Each database's worker uses an origin of its own, ttl_index_<database
+ * OID>, created when first needed: PostgreSQL lets one process at a time
+ * use an origin, and one worker per database runs at a time.  The worker
+ * sets its session up with the origin once, and each batch sets
+ * replorigin_session_origin (marking its WAL records and its commit) or
+ * clears it, as the policy and ttl_index.replication_origin say; between
+ * batches it is clear.  When no origin can be set up (no free replication
+ * state: max_replication_slots, or max_active_replication_origins from
+ * PostgreSQL 18), the purge goes on unmarked, with one WARNING, and the
+ * worker tries again after a reload of the configuration.  ttl_runner()
+ * never marks: its changes are the caller's transaction's.
+ *
+ * Locking: none of ours; PostgreSQL's origin code takes its own locks.
+ * Process-local state only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+#include "ttl_index.h"
+
+/* the session's origin: InvalidRepOriginId until set up */
+static RepOriginId SessionOrigin = InvalidRepOriginId;
+
+/* set-up failed: not tried again until the configuration is reloaded */
+static bool SetupFailed = false;
+static uint64 SetupFailedGeneration = 0;
+static uint64 ReloadGeneration = 0;
+
+static void ttl_origin_setup(void);
+
+/*
+ * ttl_origin_wanted
+ *		Whether the policy's changes are to carry the origin.
+ */
+bool
+ttl_origin_wanted(TtlPolicy *policy)
+{
+	if (policy->replication_origin >= 0)
+		return policy->replication_origin > 0;
+	return ttl_replication_origin;
+}
+
+/*
+ * ttl_origin_config_reloaded
+ *		The configuration was reloaded: a failed set-up may be tried again
+ *		(max_replication_slots itself needs a restart, but the origin may
+ *		have been freed meanwhile).
+ */
+void
+ttl_origin_config_reloaded(void)
+{
+	ReloadGeneration++;
+}
+
+/*
+ * ttl_origin_setup
+ *		Find or create this database's origin, in a transaction of its own,
+ *		and set the session up with it.  On failure, one WARNING.
+ */
+static void
+ttl_origin_setup(void)
+{
+	char		name[NAMEDATALEN];
+	MemoryContext cxt = CurrentMemoryContext;
+	RepOriginId id = InvalidRepOriginId;
+
+	if (SetupFailed && SetupFailedGeneration == ReloadGeneration)
+		return;
+	snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
+	if (TTL_ORIGIN_CAPACITY == 0)
+	{
+		if (!SetupFailed)
+			ereport(WARNING,
+					(errmsg("ttl_index could not set up replication origin \"%s\": %s is 0",
+							name, TTL_ORIGIN_CAPACITY_NAME),
+					 errdetail("Expired rows are deleted without a replication origin: logical decoding "
+							   "and subscriptions cannot tell them from the application's deletes."),
+					 errhint("Raise %s, or set ttl_index.replication_origin = off.",
+							 TTL_ORIGIN_CAPACITY_NAME)));
+		SetupFailed = true;
+		SetupFailedGeneration = ReloadGeneration;
+		return;
+	}
+
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		id = replorigin_by_name(name, true);
+		if (id == InvalidRepOriginId)
+			id = replorigin_create(name);
+		CommitTransactionCommand();
+		ttl_replorigin_session_setup(id);
+		SessionOrigin = id;
+		SetupFailed = false;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (IsTransactionState())
+			AbortCurrentTransaction();
+		else
+			AbortOutOfAnyTransaction();
+		if (!SetupFailed)
+			ereport(WARNING,
+					(errmsg("ttl_index could not set up replication origin \"%s\": %s",
+							name, edata->message),
+					 errdetail("Expired rows are deleted without a replication origin: logical decoding "
+							   "and subscriptions cannot tell them from the application's deletes."),
+					 errhint("Raise %s, or set ttl_index.replication_origin = off.",
+							 TTL_ORIGIN_CAPACITY_NAME)));
+		FreeErrorData(edata);
+		SetupFailed = true;
+		SetupFailedGeneration = ReloadGeneration;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * ttl_origin_batch_begin
+ *		Before a batch's transaction starts: mark it with the origin, or
+ *		not, as the policy wants.
+ */
+void
+ttl_origin_batch_begin(TtlPolicy *policy)
+{
+	Assert(!IsTransactionState());
+	if (!ttl_origin_wanted(policy))
+	{
+		replorigin_session_origin = InvalidRepOriginId;
+		return;
+	}
+	if (SessionOrigin == InvalidRepOriginId)
+		ttl_origin_setup();
+	replorigin_session_origin = SessionOrigin;
+}
+
+/*
+ * ttl_origin_batch_end
+ *		After the batch's transaction ended, committed or not.
+ */
+void
+ttl_origin_batch_end(void)
+{
+	replorigin_session_origin = InvalidRepOriginId;
+}

@@ -1,0 +1,176 @@
+# Marked deletes: the worker's changes carry a replication origin.
+#
+# 1. Logical decoding (test_decoding): with only-local, the worker's
+#    deletes are skipped and the application's are not; a policy with
+#    replication_origin => false, or ttl_index.replication_origin = off,
+#    leaves them unmarked; a policy with replication_origin => true marks
+#    them whatever the setting says.
+# 2. PostgreSQL 16 and later: a subscription made WITH (origin = none) does
+#    not receive the worker's deletes and keeps every expired row; one with
+#    origin = any, the default, loses them as the publisher did.  Both get
+#    the application's own delete.
+# 3. No origin can be set up (no replication state free): the purge goes
+#    on, unmarked, with one WARNING.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use TtlIndex;
+
+# --- 1. decoding --------------------------------------------------------
+
+my $node = TtlIndex::node('decoding', 'wal_level = logical');
+my $version = TtlIndex::version($node);
+$node->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+SELECT 'slot' FROM pg_create_logical_replication_slot('s', 'test_decoding');
+});
+
+# decoded(table, only_local): the DELETEs of the table the slot holds, ids
+# in order
+sub decoded
+{
+	my ($table, $only_local) = @_;
+	my $opts = $only_local ? q{, 'only-local', '1'} : '';
+	return $node->safe_psql('postgres', qq{
+SELECT coalesce(string_agg(substring(data FROM 'id\\[integer\\]:([0-9]+)'), ',' ORDER BY
+                           substring(data FROM 'id\\[integer\\]:([0-9]+)')::int), '')
+  FROM pg_logical_slot_peek_changes('s', NULL, NULL$opts)
+ WHERE data LIKE 'table public.$table: DELETE:%'});
+}
+
+# each case: a table with five expired rows, the application deletes the
+# first, the worker the others
+sub case
+{
+	my ($table, $options) = @_;
+	$node->safe_psql('postgres', qq{
+CREATE TABLE $table (id int PRIMARY KEY, ts timestamptz NOT NULL);
+INSERT INTO $table SELECT g, now() - interval '2 hours' FROM generate_series(1, 5) g;
+DELETE FROM $table WHERE id = 1;
+SELECT ttl_create_index('$table', 'ts', 3600$options);
+});
+	TtlIndex::wait_is($node, 'postgres', "SELECT count(*) FROM $table", '0',
+		"the worker purges $table");
+}
+
+case('marked', '');
+is(decoded('marked', 0), '1,2,3,4,5', 'decoding sees every delete');
+is(decoded('marked', 1), '1', "with only-local, the worker's deletes are skipped");
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_replication_origin WHERE roname = 'ttl_index_' || "
+	. "(SELECT oid FROM pg_database WHERE datname = 'postgres')"), '1',
+	'under the origin ttl_index_<database oid>, created when first needed');
+
+case('unmarked', ', replication_origin => false');
+is(decoded('unmarked', 1), '1,2,3,4,5',
+	'a policy with replication_origin => false leaves its deletes unmarked');
+is($node->safe_psql('postgres',
+	"SELECT replication_origin FROM ttl_index_stats WHERE table_name = 'unmarked'::regclass"),
+	'f', 'ttl_index_stats shows the option');
+
+$node->append_conf('postgresql.conf', "ttl_index.replication_origin = off\n");
+$node->reload;
+case('setting_off', '');
+is(decoded('setting_off', 1), '1,2,3,4,5',
+	'ttl_index.replication_origin = off leaves them unmarked');
+case('forced', ', replication_origin => true');
+is(decoded('forced', 1), '1',
+	'a policy with replication_origin => true marks them whatever the setting says');
+
+# ttl_runner() never marks, whatever the policy says: its deletes are the
+# caller's transaction's (the worker is off meanwhile)
+$node->append_conf('postgresql.conf', "ttl_index.enabled = off\n");
+$node->reload;
+$node->safe_psql('postgres', q{
+CREATE TABLE by_runner (id int PRIMARY KEY, ts timestamptz NOT NULL);
+SELECT ttl_create_index('by_runner', 'ts', 3600, replication_origin => true);
+INSERT INTO by_runner SELECT g, now() - interval '2 hours' FROM generate_series(1, 3) g;
+SELECT ttl_runner();
+});
+is($node->safe_psql('postgres', 'SELECT count(*) FROM by_runner'), '0', 'ttl_runner() purges');
+is(decoded('by_runner', 1), '1,2,3', "ttl_runner()'s deletes are not marked");
+$node->safe_psql('postgres', "SELECT pg_drop_replication_slot('s')");
+$node->stop;
+
+# --- 2. subscriptions ---------------------------------------------------
+
+SKIP:
+{
+	skip 'origin = none subscriptions need PostgreSQL 16', 5 if $version < 160000;
+	my $pub = TtlIndex::node('publisher', 'wal_level = logical', 'max_wal_senders = 10');
+	my $sub = PostgreSQL::Test::Cluster->new('subscriber');
+	$sub->init;
+	$sub->start;
+
+	my $table = 'CREATE TABLE events (id int PRIMARY KEY, ts timestamptz NOT NULL)';
+	$pub->safe_psql('postgres', qq{
+CREATE EXTENSION ttl_index;
+$table;
+SELECT ttl_create_index('events', 'ts', 3600);
+SELECT ttl_pause('events');
+CREATE PUBLICATION p FOR TABLE events;
+});
+	my $connstr = $pub->connstr . ' dbname=postgres';
+	for my $db (qw(keep mirror))
+	{
+		my $origin = $db eq 'keep' ? 'none' : 'any';
+		$sub->safe_psql('postgres', "CREATE DATABASE $db");
+		$sub->safe_psql($db, $table);
+		$sub->safe_psql($db,
+			"CREATE SUBSCRIPTION s_$db CONNECTION '$connstr' PUBLICATION p "
+			. "WITH (origin = $origin, slot_name = s_$db)");
+		$sub->wait_for_subscription_sync($pub, "s_$db", $db);
+	}
+	$pub->safe_psql('postgres', q{
+INSERT INTO events SELECT g, now() - interval '2 hours' FROM generate_series(1, 100) g;
+DELETE FROM events WHERE id = 1;
+});
+	$pub->wait_for_catchup('s_keep');
+	$pub->wait_for_catchup('s_mirror');
+	is($sub->safe_psql('keep', 'SELECT count(*) FROM events'), '99',
+		'origin = none: the rows and the application delete arrived');
+
+	$pub->safe_psql('postgres', "SELECT ttl_resume('events')");
+	TtlIndex::wait_is($pub, 'postgres', 'SELECT count(*) FROM events', '0',
+		'the publisher purges its 99 expired rows', 60);
+	$pub->safe_psql('postgres', 'INSERT INTO events VALUES (1000, now())');
+	$pub->wait_for_catchup('s_keep');
+	$pub->wait_for_catchup('s_mirror');
+	is($sub->safe_psql('keep', 'SELECT count(*) FROM events'), '100',
+		'origin = none: the subscriber keeps every expired row, and gets the new one');
+	is($sub->safe_psql('mirror', 'SELECT count(*) FROM events'), '1',
+		'origin = any: the subscriber loses them as the publisher did');
+	is($sub->safe_psql('keep', 'SELECT count(*) FROM events WHERE id = 1'), '0',
+		"origin = none still receives the application's delete");
+
+	$sub->stop;
+	$pub->stop;
+}
+
+# --- 3. no origin free --------------------------------------------------
+
+my $tight = TtlIndex::node('no_origin', 'max_replication_slots = 0',
+	$version >= 180000 ? 'max_active_replication_origins = 0' : '');
+$tight->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE t (id int PRIMARY KEY, ts timestamptz NOT NULL);
+INSERT INTO t SELECT g, now() - interval '2 hours' FROM generate_series(1, 10) g;
+SELECT ttl_create_index('t', 'ts', 3600);
+});
+TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM t', '0',
+	'without a free origin the worker still purges');
+$tight->safe_psql('postgres',
+	"INSERT INTO t SELECT g, now() - interval '2 hours' FROM generate_series(11, 20) g");
+TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM t', '0', 'batch after batch');
+my $log = slurp_file($tight->logfile);
+my @warnings = $log =~ /WARNING:  ttl_index could not set up replication origin/g;
+is(scalar(@warnings), 1, 'and says so in one WARNING');
+like($log, qr/HINT:  Raise max_(replication_slots|active_replication_origins)/,
+	'which names the setting to raise');
+$tight->stop;
+
+done_testing();

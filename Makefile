@@ -23,6 +23,7 @@ OBJS = \
 	src/partition.o \
 	src/probe.o \
 	src/purge.o \
+	src/replicas.o \
 	src/runner.o \
 	src/shmem.o \
 	src/skip.o \

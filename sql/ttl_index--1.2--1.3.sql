@@ -85,8 +85,10 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 
 GRANT SELECT ON @extschema@.ttl_index_stats TO PUBLIC;
 
--- The databases the launcher keeps track of, and their turns when more of
--- them need a worker than ttl_index.max_workers allows.
+-- The databases the launcher keeps track of, their turns when more of them
+-- need a worker than ttl_index.max_workers allows, and how often and how
+-- long their workers held their batches for a standby or a replication
+-- slot's consumer (ttl_index.max_standby_lag, ttl_index.max_slot_lag).
 CREATE FUNCTION @extschema@.ttl_index_database_status(
 	OUT datid oid,
 	OUT datname name,
@@ -95,7 +97,9 @@ CREATE FUNCTION @extschema@.ttl_index_database_status(
 	OUT waiting_since timestamptz,
 	OUT turn_started timestamptz,
 	OUT turns bigint,
-	OUT has_extension boolean)
+	OUT has_extension boolean,
+	OUT replica_holds bigint,
+	OUT replica_hold_time interval)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_databases'
 LANGUAGE C VOLATILE;

@@ -514,6 +514,21 @@ ttl_slot_set_phase(const char *phase)
 }
 
 /*
+ * ttl_slot_count_replica_hold
+ *		The worker held its batches for replicas for ms milliseconds.
+ */
+void
+ttl_slot_count_replica_hold(int64 ms)
+{
+	if (MySlot == NULL)
+		return;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	MySlot->replica_holds++;
+	MySlot->replica_hold_ms += ms;
+	LWLockRelease(SlotsLock);
+}
+
+/*
  * ttl_slot_batch_begin
  *		Publish the batch about to run: which policy and table, how far its
  *		pass has come, and the batch's row limit.
@@ -739,6 +754,8 @@ ttl_shmem_database_list(void)
 		s->turn_started = slot->pid != 0 ? slot->turn_started : 0;
 		s->turns = slot->turns;
 		s->blocked_until = slot->blocked_until;
+		s->replica_holds = slot->replica_holds;
+		s->replica_hold_ms = slot->replica_hold_ms;
 		n++;
 	}
 	LWLockRelease(SlotsLock);

@@ -22,7 +22,8 @@
  * except where noted:
  *	launcher: dboid, datname, worker_running, last_start, failures,
  *			  waiting_since, turn_started, turns, turn_over (set)
- *	worker:   pid, latch, has_extension, progress
+ *	worker:   pid, latch, has_extension, progress, replica_holds,
+ *			  replica_hold_ms
  *	backends: probe, generation, blocked_until
  */
 typedef struct TtlDbSlot
@@ -43,6 +44,8 @@ typedef struct TtlDbSlot
 	bool		turn_over;		/* the launcher asks the worker to leave */
 	int64		turns;			/* workers started for it */
 	TtlProgress progress;		/* what the worker is doing now */
+	int64		replica_holds;	/* times a worker held for replicas */
+	int64		replica_hold_ms;	/* and for how long in all */
 } TtlDbSlot;
 
 /*

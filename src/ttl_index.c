@@ -32,6 +32,8 @@ void		_PG_init(void);
 bool		ttl_enabled = true;
 bool		ttl_synchronous_commit = true;
 bool		ttl_replication_origin = true;
+int			ttl_max_standby_lag = 1024;
+int			ttl_max_slot_lag = 4096;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
 int			ttl_max_sleep = 1000;
@@ -78,6 +80,20 @@ _PG_init(void)
 							 &ttl_replication_origin, true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_standby_lag",
+							"Most WAL a streaming standby may be behind in replay before the workers hold their batches.",
+							"They go on once it is below half of this.  0: no limit.",
+							&ttl_max_standby_lag, 1024, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_slot_lag",
+							"Most WAL the consumer of an active replication slot may have left to consume before the workers hold their batches.",
+							"They go on once it is below half of this.  Slots without a connected consumer do not count.  0: no limit.",
+							&ttl_max_slot_lag, 4096, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MB,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("ttl_index.synchronous_commit",
 							 "Whether the workers' batches follow synchronous_commit, or commit without waiting for the WAL flush.",

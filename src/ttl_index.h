@@ -65,6 +65,8 @@
 extern bool ttl_enabled;
 extern bool ttl_synchronous_commit;
 extern bool ttl_replication_origin;
+extern int	ttl_max_standby_lag;
+extern int	ttl_max_slot_lag;
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
 extern int	ttl_max_sleep;			/* ms */
@@ -522,6 +524,8 @@ typedef struct TtlDbStatus
 	TimestampTz turn_started;	/* its worker's turn began, 0: none */
 	int64		turns;			/* workers started for it */
 	TimestampTz blocked_until;	/* DROP DATABASE and friends */
+	int64		replica_holds;	/* times its worker held for replicas */
+	int64		replica_hold_ms;	/* and for how long in all */
 } TtlDbStatus;
 
 extern Size ttl_shmem_size(void);
@@ -541,6 +545,7 @@ extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_must_leave(void);
 extern bool ttl_slot_turn_over(void);
 extern void ttl_slot_set_phase(const char *phase);
+extern void ttl_slot_count_replica_hold(int64 ms);
 extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass,
 								 const char *relname);
 extern void ttl_slot_batch_end(TtlPass *pass);
@@ -580,6 +585,12 @@ extern PGDLLEXPORT void ttl_launcher_main(Datum main_arg);
 extern void ttl_hooks_install(void);
 extern void ttl_hooks_install_local(void);
 extern void ttl_wake_at_commit(void);
+
+/* ----------
+ * Pacing for replicas (replicas.c)
+ * ----------
+ */
+extern bool ttl_replicas_hold(const char **phase);
 
 /* ----------
  * Giving way to the application (yield.c)

@@ -38,7 +38,7 @@
 #define TTL_STATS_COLS_1_1	15
 #define TTL_STATS_COLS_1_0	13
 #define TTL_PROGRESS_COLS	12
-#define TTL_DATABASES_COLS	8
+#define TTL_DATABASES_COLS	10
 
 PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
 PG_FUNCTION_INFO_V1(ttl_index_progress);
@@ -335,6 +335,13 @@ ttl_index_databases(PG_FUNCTION_ARGS)
 		i++;
 		values[i++] = Int64GetDatum(d->turns);
 		values[i++] = BoolGetDatum(d->has_extension);
+		values[i++] = Int64GetDatum(d->replica_holds);
+		{
+			Interval   *held = palloc0(sizeof(Interval));
+
+			held->time = d->replica_hold_ms * 1000;
+			values[i++] = IntervalPGetDatum(held);
+		}
 		Assert(i == TTL_DATABASES_COLS);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -120,6 +120,7 @@ typedef struct TtlSchedEntry
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
+static bool ttl_worker_hold_for_replicas(void);
 static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
 static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 
@@ -716,6 +717,30 @@ ttl_worker_nap(const char *phase, long ms)
 }
 
 /*
+ * ttl_worker_hold_for_replicas
+ *		Before a batch: while a standby or a replication slot's consumer is
+ *		too far behind (replicas.c), wait, in a phase that says for what.
+ *		Returns false when interrupted (catalog changed, settings to reload,
+ *		told to leave): the caller goes back to its main loop, and comes
+ *		back here.
+ */
+static bool
+ttl_worker_hold_for_replicas(void)
+{
+	const char *phase;
+	TimestampTz started;
+	bool		go_on = true;
+
+	if (!ttl_replicas_hold(&phase))
+		return true;
+	started = GetCurrentTimestamp();
+	while (go_on && ttl_replicas_hold(&phase))
+		go_on = ttl_worker_nap(phase, 250);
+	ttl_slot_count_replica_hold((GetCurrentTimestamp() - started) / 1000);
+	return go_on;
+}
+
+/*
  * ttl_worker_rate
  *		This worker's rows per second, or 0 for no limit.
  */
@@ -854,6 +879,8 @@ ttl_worker_run(void)
 					ready = e->rate_ready_at;
 				continue;
 			}
+			if (!ttl_worker_hold_for_replicas())
+				return 0;
 			ran = true;
 			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);

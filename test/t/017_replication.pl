@@ -11,6 +11,10 @@
 #    the application's own delete.
 # 3. No origin can be set up (no replication state free): the purge goes
 #    on, unmarked, with one WARNING.
+# 4. Pacing: a standby whose replay is paused (pg_wal_replay_pause()) falls
+#    behind as the worker drains; past ttl_index.max_standby_lag the worker
+#    holds its batches ('waiting for standby' in ttl_index_progress,
+#    counted in ttl_index_databases), and goes on when replay resumes.
 use strict;
 use warnings;
 use FindBin;
@@ -18,6 +22,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time sleep);
 use TtlIndex;
 
 # --- 1. decoding --------------------------------------------------------
@@ -172,5 +177,67 @@ is(scalar(@warnings), 1, 'and says so in one WARNING');
 like($log, qr/HINT:  Raise max_(replication_slots|active_replication_origins)/,
 	'which names the setting to raise');
 $tight->stop;
+
+# --- 4. a standby that does not replay ------------------------------------
+
+my $primary = PostgreSQL::Test::Cluster->new('pace_primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'ttl_index'
+ttl_index.launcher_naptime = 1
+ttl_index.max_standby_lag = 2MB
+ttl_index.log_min_duration = -1
+});
+$primary->start;
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('pace_standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+# the standby reports its replay position every second
+$standby->append_conf('postgresql.conf', "wal_receiver_status_interval = 1\n");
+$standby->start;
+
+$primary->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE backlog (id int, ts timestamptz NOT NULL);
+SELECT ttl_create_index('backlog', 'ts', 60, batch_size => 2000);
+SELECT ttl_pause('backlog');
+INSERT INTO backlog SELECT g, now() - interval '1 hour' FROM generate_series(1, 200000) g;
+});
+$primary->wait_for_replay_catchup($standby);
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
+
+my $t0 = time();
+$primary->safe_psql('postgres', "SELECT ttl_resume('backlog')");
+TtlIndex::wait_until($primary, 'postgres', q{
+SELECT phase = 'waiting for standby' FROM ttl_index_progress},
+	'with replay paused, the worker stops at the limit and waits for the standby', 60);
+my $held_after = time() - $t0;
+my $left = $primary->safe_psql('postgres', 'SELECT count(*) FROM backlog');
+ok($left > 150000 && $left < 200000,
+	"it deleted a little past 2MB of WAL's worth and holds ($left rows left)");
+sleep(2);
+is($primary->safe_psql('postgres', 'SELECT count(*) FROM backlog'), $left,
+	'nothing more is deleted while replay stays paused');
+my $gap = $primary->safe_psql('postgres', q{
+SELECT pg_current_wal_lsn() - replay_lsn > 2 * 1024 * 1024 FROM pg_stat_replication});
+is($gap, 't', 'pg_stat_replication shows the standby more than 2MB behind in replay');
+
+my $t1 = time();
+$standby->safe_psql('postgres', 'SELECT pg_wal_replay_resume()');
+TtlIndex::wait_is($primary, 'postgres', 'SELECT count(*) FROM backlog', '0',
+	'once replay resumes, the worker goes on and drains the table', 120);
+my $drained_after = time() - $t1;
+ok($primary->safe_psql('postgres',
+	"SELECT replica_holds >= 1 AND replica_hold_time > interval '2 s' FROM ttl_index_databases WHERE datname = 'postgres'") eq 't',
+	'ttl_index_databases counts the holds and their time');
+like(slurp_file($primary->logfile), qr/ttl_index worker holds its batches: waiting for standby/,
+	'the log says when the worker holds');
+diag(sprintf('standby paused: held %.1f s after resume_policy; replay resumed: drained %.1f s later',
+	$held_after, $drained_after));
+$primary->wait_for_replay_catchup($standby);
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM backlog'), '0',
+	'the standby has replayed the whole drain');
+$standby->stop;
+$primary->stop;
 
 done_testing();

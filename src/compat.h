@@ -88,11 +88,11 @@
 #endif
 
 /*
- * PostgreSQL 18 lets a module declare its name and version
- * (PG_MODULE_MAGIC_EXT), shown by pg_get_loaded_modules().
+ * Replication origins (origin.c): PostgreSQL 18 counts the origins in use
+ * against max_active_replication_origins, earlier versions against
+ * max_replication_slots; replorigin_session_setup() asserts the count is
+ * not 0.  From 16 it also takes the pid that acquired the origin (0: us).
  */
-/* replorigin_session_setup() takes the pid that acquired the origin in 16 */
-/* how many origins may be in use at once (replorigin_session_setup asserts > 0) */
 #if PG_VERSION_NUM >= 180000
 #define TTL_ORIGIN_CAPACITY		max_active_replication_origins
 #define TTL_ORIGIN_CAPACITY_NAME "max_active_replication_origins"
@@ -107,6 +107,10 @@
 #define ttl_replorigin_session_setup(node)	replorigin_session_setup(node)
 #endif
 
+/*
+ * PostgreSQL 18 lets a module declare its name and version
+ * (PG_MODULE_MAGIC_EXT), shown by pg_get_loaded_modules().
+ */
 #if PG_VERSION_NUM >= 180000
 #define TTL_MODULE_MAGIC \
 	PG_MODULE_MAGIC_EXT(.name = TTL_EXTENSION_NAME, .version = TTL_LIBRARY_VERSION)

@@ -15,7 +15,8 @@
  * batches it is clear.  When no origin can be set up (no free replication
  * state: max_replication_slots, or max_active_replication_origins from
  * PostgreSQL 18), the purge goes on unmarked, with one WARNING, and the
- * worker tries again after a reload of the configuration.  ttl_runner()
+ * worker tries again a minute later, or after a reload of the
+ * configuration.  ttl_runner()
  * never marks: its changes are the caller's transaction's.
  *
  * Locking: none of ours; PostgreSQL's origin code takes its own locks.
@@ -30,6 +31,7 @@
 #include "replication/origin.h"
 #include "replication/slot.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "ttl_index.h"
@@ -37,8 +39,10 @@
 /* the session's origin: InvalidRepOriginId until set up */
 static RepOriginId SessionOrigin = InvalidRepOriginId;
 
-/* set-up failed: not tried again until the configuration is reloaded */
+/* set-up failed: tried again a minute later, or after a reload */
+#define TTL_ORIGIN_RETRY_MS		60000
 static bool SetupFailed = false;
+static TimestampTz SetupFailedAt = 0;
 static uint64 SetupFailedGeneration = 0;
 static uint64 ReloadGeneration = 0;
 
@@ -58,9 +62,8 @@ ttl_origin_wanted(TtlPolicy *policy)
 
 /*
  * ttl_origin_config_reloaded
- *		The configuration was reloaded: a failed set-up may be tried again
- *		(max_replication_slots itself needs a restart, but the origin may
- *		have been freed meanwhile).
+ *		The configuration was reloaded: a failed set-up is tried again at
+ *		once (ttl_index.replication_origin may have changed).
  */
 void
 ttl_origin_config_reloaded(void)
@@ -80,7 +83,8 @@ ttl_origin_setup(void)
 	MemoryContext cxt = CurrentMemoryContext;
 	RepOriginId id = InvalidRepOriginId;
 
-	if (SetupFailed && SetupFailedGeneration == ReloadGeneration)
+	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
+		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
 		return;
 	snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
 	if (TTL_ORIGIN_CAPACITY == 0)
@@ -94,6 +98,7 @@ ttl_origin_setup(void)
 					 errhint("Raise %s, or set ttl_index.replication_origin = off.",
 							 TTL_ORIGIN_CAPACITY_NAME)));
 		SetupFailed = true;
+		SetupFailedAt = GetCurrentTimestamp();
 		SetupFailedGeneration = ReloadGeneration;
 		return;
 	}
@@ -130,6 +135,7 @@ ttl_origin_setup(void)
 							 TTL_ORIGIN_CAPACITY_NAME)));
 		FreeErrorData(edata);
 		SetupFailed = true;
+		SetupFailedAt = GetCurrentTimestamp();
 		SetupFailedGeneration = ReloadGeneration;
 	}
 	PG_END_TRY();

@@ -17,6 +17,7 @@ OBJS = \
 	src/filter.o \
 	src/held.o \
 	src/hooks.o \
+	src/keepup.o \
 	src/launcher.o \
 	src/origin.o \
 	src/owner.o \

@@ -11,8 +11,9 @@ ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN replication_origin boolean;
 
 -- ttl_index_stats gains rows_held (expired rows the last pass left in
 -- place: still referenced by a foreign key, refused by a trigger or a
--- constraint), last_error_sqlstate and rows_last_pass (rows the last
--- complete pass deleted, archived or soft-deleted).
+-- constraint), last_error_sqlstate, rows_last_pass (rows the last
+-- complete pass deleted, archived or soft-deleted), and the worker's
+-- expiry_rate, delete_rate and falling_behind (see keepup.c).
 DROP VIEW @extschema@.ttl_index_stats;
 DROP FUNCTION @extschema@.ttl_index_policy_stats();
 
@@ -37,7 +38,10 @@ CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT partitions_dropped bigint,
 	OUT rows_held bigint,
 	OUT last_error_sqlstate text,
-	OUT rows_last_pass bigint)
+	OUT rows_last_pass bigint,
+	OUT expiry_rate float8,
+	OUT delete_rate float8,
+	OUT falling_behind boolean)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
@@ -79,7 +83,10 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.rows_held, 0) AS rows_held,
 		   s.last_error_sqlstate,
 		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
-		   p.replication_origin
+		   p.replication_origin,
+		   coalesce(s.expiry_rate, 0) AS expiry_rate,
+		   coalesce(s.delete_rate, 0) AS delete_rate,
+		   coalesce(s.falling_behind, false) AS falling_behind
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id;
 

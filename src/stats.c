@@ -57,7 +57,7 @@
 #define TTL_STATS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index.stat"
 #define TTL_STATS_FILE_TMP	TTL_STATS_FILE ".tmp"
 /* changes whenever the layout of TtlStatsRecord changes */
-#define TTL_STATS_FILE_MAGIC	0x544c5404
+#define TTL_STATS_FILE_MAGIC	0x544c5405
 
 /* one entry in the stats file */
 typedef struct TtlStatsRecord
@@ -386,6 +386,27 @@ ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows, int64 left)
 		ttl_stats_pend(dboid, policy, NULL, true, rows, left);
 	else
 		ttl_stats_add_pass(dboid, policy->id, rows, left);
+}
+
+/*
+ * ttl_stats_set_rates
+ *		The worker's rates for a policy, after a pass (at once: gauges, not
+ *		work that could roll back).
+ */
+void
+ttl_stats_set_rates(Oid dboid, TtlPolicy *policy, double expiry_rate,
+					double delete_rate, bool falling_behind)
+{
+	TtlStatsEntry *e = ttl_stats_entry(dboid, policy->id);
+
+	if (e == NULL)
+		return;
+	SpinLockAcquire(&e->mutex);
+	e->c.expiry_rate = expiry_rate;
+	e->c.delete_rate = delete_rate;
+	e->c.falling_behind = falling_behind;
+	SpinLockRelease(&e->mutex);
+	LWLockRelease(ttl_shmem_stats_lock());
 }
 
 /*

@@ -34,6 +34,8 @@ bool		ttl_synchronous_commit = true;
 bool		ttl_replication_origin = true;
 int			ttl_max_standby_lag = 1024;
 int			ttl_max_slot_lag = 4096;
+bool		ttl_keep_up = true;
+int			ttl_behind_warning = 300;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
 int			ttl_max_sleep = 1000;
@@ -93,6 +95,20 @@ _PG_init(void)
 							"They go on once it is below half of this.  Slots without a connected consumer do not count.  0: no limit.",
 							&ttl_max_slot_lag, 4096, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ttl_index.keep_up",
+							 "Whether a worker that gives way to the application still deletes at least as fast as rows expire.",
+							 "When on, the pauses of giving way are cut short where they would let a policy's backlog grow.",
+							 &ttl_keep_up, true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.behind_warning",
+							"How long a policy's backlog must have grown, pass after pass, before a WARNING says so.",
+							NULL,
+							&ttl_behind_warning, 300, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("ttl_index.synchronous_commit",

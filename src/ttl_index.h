@@ -67,6 +67,8 @@ extern bool ttl_synchronous_commit;
 extern bool ttl_replication_origin;
 extern int	ttl_max_standby_lag;
 extern int	ttl_max_slot_lag;
+extern bool ttl_keep_up;
+extern int	ttl_behind_warning;		/* s */
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
 extern int	ttl_max_sleep;			/* ms */
@@ -448,6 +450,9 @@ typedef struct TtlStatsCounters
 	int64		partitions_dropped;
 	int64		rows_held;		/* gauge: left in place by the last pass */
 	int64		last_pass_rows; /* gauge: rows the last complete pass took */
+	double		expiry_rate;	/* gauge: rows/s that expire (worker) */
+	double		delete_rate;	/* gauge: rows/s its last pass deleted */
+	bool		falling_behind; /* gauge: its passes keep growing */
 	double		time_spent_ms;
 	TimestampTz last_run;
 	TimestampTz last_error_at;
@@ -462,6 +467,8 @@ extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows,
 								 int64 left);
 extern void ttl_stats_count_locked(Oid dboid, TtlPolicy *policy);
+extern void ttl_stats_set_rates(Oid dboid, TtlPolicy *policy, double expiry_rate,
+								double delete_rate, bool falling_behind);
 extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,
 								  int sqlerrcode, const char *message);
 extern void ttl_stats_forget_others(Oid dboid, List *policies);
@@ -585,6 +592,27 @@ extern PGDLLEXPORT void ttl_launcher_main(Datum main_arg);
 extern void ttl_hooks_install(void);
 extern void ttl_hooks_install_local(void);
 extern void ttl_wake_at_commit(void);
+
+/* ----------
+ * Keeping up with the rows that expire (keepup.c)
+ * ----------
+ */
+typedef struct TtlKeepUp
+{
+	TimestampTz prev_start;		/* start of the last complete pass, 0: none */
+	int64		prev_rows;		/* rows it deleted */
+	double		expiry_rate;	/* rows/s that expire, 0: not known yet */
+	double		delete_rate;	/* rows/s the last pass deleted */
+	int			growing_passes; /* passes in a row longer than the last */
+	TimestampTz growing_since;
+	bool		warned;			/* said it is falling behind */
+} TtlKeepUp;
+
+extern void ttl_keepup_pass_done(TtlKeepUp *k, TimestampTz start, TimestampTz end,
+								 int64 rows, const char *relname, const char *column);
+extern bool ttl_keepup_behind(TtlKeepUp *k);
+extern long ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows,
+								long pause_ms);
 
 /* ----------
  * Pacing for replicas (replicas.c)

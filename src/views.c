@@ -33,7 +33,7 @@
 
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		21
+#define TTL_STATS_COLS		24
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
 #define TTL_STATS_COLS_1_0	13
@@ -193,6 +193,9 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			nulls[i] = true;
 		i++;
 		values[i++] = Int64GetDatum(c.last_pass_rows);
+		values[i++] = Float8GetDatum(c.expiry_rate);
+		values[i++] = Float8GetDatum(c.delete_rate);
+		values[i++] = BoolGetDatum(c.falling_behind);
 		Assert(i == TTL_STATS_COLS);
 
 		/*

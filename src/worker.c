@@ -117,6 +117,7 @@ typedef struct TtlSchedEntry
 	Oid			prefix_indexoid;
 	Datum		prefix_key;
 	uint32		prefix_writes;
+	TtlKeepUp	keepup;			/* its rates and growth (keepup.c) */
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
@@ -399,6 +400,10 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 			ttl_stats_count_pass(MyDatabaseId, &e->policy, pass->pass_rows,
 								 pass->pass_left + ttl_held_count(e->held));
 			ttl_worker_log_pass(e, relname, now);
+			ttl_keepup_pass_done(&e->keepup, pass->now, now, pass->pass_rows,
+								 relname, e->policy.column_name);
+			ttl_stats_set_rates(MyDatabaseId, &e->policy, e->keepup.expiry_rate,
+								e->keepup.delete_rate, ttl_keepup_behind(&e->keepup));
 			e->caught_up = pass->pass_skipped_locked == 0 && pass->pass_left == 0;
 			e->next_expiry = pass->next_expiry;
 			e->next_expiry_unknown = pass->next_expiry_unknown;
@@ -791,14 +796,20 @@ ttl_worker_throttle(int64 deleted)
 
 /*
  * ttl_worker_yield
- *		After a batch that took batch_us microseconds: while the application
- *		is writing, pause so that batches fill ttl_index.busy_share percent
- *		of the time (see yield.c).  Returns false when interrupted.
+ *		After a batch of e that took batch_us microseconds: while the
+ *		application is writing, pause so that batches fill
+ *		ttl_index.busy_share percent of the time (see yield.c), but not so
+ *		long that e's pass deletes more slowly than its rows expire
+ *		(keepup.c).  Returns false when interrupted.
  */
 static bool
-ttl_worker_yield(int64 batch_us)
+ttl_worker_yield(TtlSchedEntry *e, int64 batch_us)
 {
 	long		ms = ttl_yield_pause_ms(batch_us);
+
+	/* never so long that the policy's pass falls behind (keepup.c) */
+	if (e->pass != NULL)
+		ms = ttl_keepup_pause_ms(&e->keepup, e->pass->now, e->pass->pass_rows, ms);
 
 	/* in slices, so that a long pause ends once the application stops */
 	while (ms > 0)
@@ -889,7 +900,7 @@ ttl_worker_run(void)
 			/* rows are charged to the rate limit before any pause */
 			if (ttl_worker_interrupted() ||
 				!ttl_worker_throttle(deleted) ||
-				!ttl_worker_yield(batch_us))
+				!ttl_worker_yield(e, batch_us))
 				return 0;
 		}
 		if (!any)

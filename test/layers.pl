@@ -18,7 +18,7 @@ my @floors = (
 	[qw(launcher.c worker.c hooks.c)],
 	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c)],
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c)],
-	[qw(shmem.c stats.c writes.c yield.c replicas.c)],
+	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c)],
 );
 my %floor;
 for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }

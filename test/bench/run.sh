@@ -39,7 +39,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 smoke=0
 out=$here/test/bench/results
 runs=3
-only="1 2 3 4 5 6 7 8"
+only="1 2 3 4 5 6 7 8 9"
 extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -70,9 +70,11 @@ fi
 if [ $smoke = 1 ]; then
 	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=4; s4_win=0.5; s4_runs=2
 	s5_sizes="100"; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2; s8_sizes="20000"; s8_secs=5
+	s9_rate=5000; s9_secs=4
 else
 	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_win=1; s4_runs=5
 	s5_sizes="1000 10000"; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3; s8_sizes="1000000 10000000"; s8_secs=30
+	s9_rate=70000; s9_secs=40
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
@@ -916,8 +918,80 @@ SQL
 	echo "  (lag: age of the oldest expired trickle row, every 200 ms, from 2 s on; left: expired trickle rows still there at the end)"
 }
 
+# ---------------------------------------------------------------- 9
+# Keeping up: the application writes without pause (so the worker gives
+# way) while its rows expire at about twice the giving-way pace.  Three
+# phases of s9_secs each, on an emptied table: the worker off (the idle
+# baseline of TPS and p99), ttl_index.keep_up = off (giving way as before:
+# the backlog grows), keep_up on.  For each, pgbench's TPS and p99 from its
+# per-transaction log, the age of the oldest expired row every 200 ms (its
+# p50, p99, max, and its mean over the last 5 s against the first 5 s after
+# the first 5 s: growing or not), and the worker's rates.
+s9() {
+	local rate=$s9_rate secs=$s9_secs phase n tps p99 l50 l99 lmax early late exp del sc
+	local -A res
+	echo
+	echo "== 9. keeping up: pgbench -c 2 -j 2 writes without pause, $(fmt $rate) rows/s (100 per transaction) expiring 2 s later,"
+	echo "   about twice the pace at which the worker deletes while it gives way (busy_share 5); three phases of $secs s on an"
+	echo "   emptied table: worker off (idle baseline), ttl_index.keep_up = off (giving way as before), keep_up on"
+	Q >/dev/null <<'SQL'
+CREATE TABLE s9_app (id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL);
+SELECT ttl_create_index('s9_app', 'expires_at', 0);
+SQL
+	echo "INSERT INTO s9_app (expires_at) SELECT now() + interval '2 s' FROM generate_series(1, 100);" > "$dir/s9.sql"
+	printf 'phase	tps	p99_ms	lag_p50_s	lag_p99_s	lag_max_s	lag_early_s	lag_late_s	expiry_rate	delete_rate
+' > "$out/s9_keepup.tsv"
+	for phase in idle off on; do
+		worker off
+		sql "TRUNCATE s9_app" >/dev/null
+		sql "SELECT ttl_index_stats_reset('s9_app')" >/dev/null
+		case $phase in
+			off) sql "ALTER SYSTEM SET ttl_index.keep_up = off" >/dev/null; worker on ;;
+			on) sql "ALTER SYSTEM RESET ttl_index.keep_up" >/dev/null; worker on ;;
+		esac
+		sc=$((90 + $(case $phase in idle) echo 1 ;; off) echo 2 ;; on) echo 3 ;; esac)))
+		rm -f "$dir"/s9_$phase.*
+		$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 100)) -T $secs \
+			--log --log-prefix="$dir/s9_$phase" -f "$dir/s9.sql" bench > "$dir/s9_$phase.out" 2>&1 &
+		local pgb=$!
+		sql "CALL bench_sample_lag($sc, '{s9_app}', $((secs - 1)))"
+		wait $pgb || { cat "$dir/s9_$phase.out"; die "scenario 9: pgbench failed"; }
+		cat "$dir/s9_$phase".[0-9]* | awk '{print $3 / 1000}' > "$dir/s9_lat"
+		tps=$(awk '/^tps = / {printf "%.1f", $3; exit}' "$dir/s9_$phase.out")
+		p99=$(pct 99 < "$dir/s9_lat")
+		sql "COPY (SELECT round(age::numeric, 3) FROM bench_sample WHERE scenario = $sc ORDER BY t) TO STDOUT" > "$dir/s9_lag"
+		n=$(wc -l < "$dir/s9_lag")
+		l50=$(pct 50 < "$dir/s9_lag"); l99=$(pct 99 < "$dir/s9_lag"); lmax=$(pct 100 < "$dir/s9_lag")
+		early=$(sql "SELECT coalesce(round(avg(age)::numeric, 3), 0) FROM bench_sample WHERE scenario = $sc AND t BETWEEN 5 AND 10")
+		late=$(sql "SELECT coalesce(round(avg(age)::numeric, 3), 0) FROM bench_sample WHERE scenario = $sc AND t >= $((secs - 6))")
+		exp=$(sql "SELECT round(expiry_rate) FROM ttl_index_stats WHERE table_name = 's9_app'::regclass")
+		del=$(sql "SELECT round(delete_rate) FROM ttl_index_stats WHERE table_name = 's9_app'::regclass")
+		res[$phase]="$tps $p99 $l50 $l99 $lmax $early $late $exp $del"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" $tps $p99 $l50 $l99 $lmax $early $late $exp $del >> "$out/s9_keepup.tsv"
+	done
+	worker on
+	sql "ALTER SYSTEM RESET ttl_index.keep_up" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	printf '%-26s %9s %9s %8s %8s %8s %10s %10s %10s %10s\n' phase TPS "p99 ms" "lag p50" "lag p99" "lag max" "lag 5-10s" "lag end" "expire/s" "delete/s"
+	for phase in idle off on; do
+		read -r tps p99 l50 l99 lmax early late exp del <<<"${res[$phase]}"
+		case $phase in
+			idle) printf '%-26s %9s %9s %8s %8s %8s %10s %10s %10s %10s\n' "worker off (baseline)" $tps $p99 - - - - - - - ;;
+			*) printf '%-26s %9s %9s %8s %8s %8s %10s %10s %10s %10s\n' "keep_up = $phase" $tps $p99 $l50 $l99 $lmax $early $late $(fmt $exp) $(fmt $del) ;;
+		esac
+	done
+	read -r tps0 p990 _ <<<"${res[idle]}"
+	read -r tps p99 l50 l99 lmax early late exp del <<<"${res[on]}"
+	echo "  keep_up on against the baseline: TPS $(calc "($tps - $tps0) / $tps0 * 100" 1)%, p99 $(calc "($p99 - $p990) / $p990 * 100" 1)%"
+	read -r _ _ _ _ offmax offearly offlate _ _ <<<"${res[off]}"
+	echo "  keep_up off: lag $offearly s at 5-10 s, $offlate s at the end ($([ "$(le "$offlate" "$offearly")" = 1 ] && echo "not growing" || echo "growing"))"
+	target 9 "keep-up lag max, keep_up on (s)" "$lmax" "<= 5" "$(le "$lmax" 5)"
+	target 9 "keep-up lag at end vs 5-10 s (s)" "$late" "<= $early" "$(le "$late" "$early")"
+	sql "DROP TABLE s9_app"
+}
+
 # ---------------------------------------------------------------- run
-for s in 1 2 3 4 5 6 8; do
+for s in 1 2 3 4 5 6 8 9; do
 	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
 		t=$(date +%s)
 		s$s

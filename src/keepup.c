@@ -11,7 +11,12 @@
  * policy's rows expire (expiry_rate), measured where it matters, with its
  * filter and per-row TTL, and without counting anything.  The pass's rows
  * over its own duration are the rate at which the worker deleted them
- * (delete_rate).
+ * (delete_rate).  The rate is taken only from passes that began at most
+ * TTL_KEEPUP_MAX_INTERVAL_MS apart, as they do while rows keep expiring: a
+ * pass after a long quiet time (the worker off, a bulk load of rows that
+ * had expired already) would count an old backlog as a rate, and the
+ * worker would stop giving way to drain it.  The last rate taken stays
+ * meanwhile, through the long passes of a policy falling behind too.
  *
  * Giving way (yield.c) slows the worker to a share of its time while the
  * application writes.  If rows expire faster than that pace, every pass
@@ -50,6 +55,8 @@
 #define TTL_KEEPUP_SHORT_MS			500
 /* this many growing passes in a row: falling behind */
 #define TTL_KEEPUP_BEHIND_PASSES	2
+/* a rate measured over a longer time between passes is not taken */
+#define TTL_KEEPUP_MAX_INTERVAL_MS	10000
 
 /*
  * ttl_keepup_pass_done
@@ -64,7 +71,8 @@ ttl_keepup_pass_done(TtlKeepUp *k, TimestampTz start, TimestampTz end, int64 row
 	long		ms = TimestampDifferenceMilliseconds(start, end);
 	bool		growing;
 
-	if (k->prev_start != 0 && start > k->prev_start)
+	if (k->prev_start != 0 && start > k->prev_start &&
+		!TimestampDifferenceExceeds(k->prev_start, start, TTL_KEEPUP_MAX_INTERVAL_MS))
 		k->expiry_rate = (double) rows * 1000000.0 / (double) (start - k->prev_start);
 	k->delete_rate = rows > 0 ? (double) rows * 1000.0 / Max(ms, 1) : 0;
 

@@ -203,7 +203,7 @@ SELECT ttl_create_index('backlog', 'ts', 60, batch_size => 2000);
 SELECT ttl_pause('backlog');
 INSERT INTO backlog SELECT g, now() - interval '1 hour' FROM generate_series(1, 200000) g;
 });
-$primary->wait_for_replay_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 $standby->safe_psql('postgres', 'SELECT pg_wal_replay_pause()');
 
 my $t0 = time();
@@ -234,7 +234,7 @@ like(slurp_file($primary->logfile), qr/ttl_index worker holds its batches: waiti
 	'the log says when the worker holds');
 diag(sprintf('standby paused: held %.1f s after resume_policy; replay resumed: drained %.1f s later',
 	$held_after, $drained_after));
-$primary->wait_for_replay_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM backlog'), '0',
 	'the standby has replayed the whole drain');
 $standby->stop;

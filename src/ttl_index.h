@@ -18,6 +18,7 @@
  *				held.c       rows that cannot be deleted: isolation, backoff
  *				probe.c      index look-ups: the next and the oldest expiry
  *				backlog.c    expired rows estimated from the statistics
+ *				origin.c     the replication origin a batch's changes carry
  *	policy		targets.c    a policy resolved to its physical tables
  *				statement.c  the executor path's statement: SQL, plan, run
  *				filter.c     a policy's filter: parsing and storing it
@@ -27,6 +28,8 @@
  *	shared		stats.c      per-policy counters
  *				writes.c     which tables were written, noted at commit
  *				yield.c      giving way to the application
+ *				keepup.c     rows expiring and deleted per second; keeping up
+ *				replicas.c   holding batches for a standby or a slot's consumer
  *				shmem.c      all shared memory and its locks
  *	module		ttl_index.c  settings, shared memory request, hooks
  *

@@ -22,7 +22,7 @@
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
 # the run, two PNG charts drawn with gnuplot) go to DIR (default
-# test/bench/results/).  The full run takes about 20 minutes on 2 cores;
+# test/bench/results/).  The full run takes about 17 minutes on 2 cores;
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
@@ -91,7 +91,7 @@ teepid=$!
 command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
 
 started=$(date +%s)
-echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 20 minutes on 2 cores")), results in $out"
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 17 minutes on 2 cores")), results in $out"
 
 # ---------------------------------------------------------------- server
 sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)

@@ -299,6 +299,13 @@ BEGIN
 		RAISE EXCEPTION 'source must not be null'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
+	-- a table: reading one runs nobody's code, reading a view or a foreign
+	-- table could run its owner's functions as the caller
+	IF (SELECT c.relkind FROM pg_class c WHERE c.oid = source) NOT IN ('r', 'p') THEN
+		RAISE EXCEPTION '% is not a table', source
+			USING ERRCODE = 'wrong_object_type',
+				  HINT = 'Copy pg_ttl_index''s ttl_index_table with CREATE TABLE ... AS TABLE ttl_index_table.';
+	END IF;
 	IF (SELECT count(*) FROM pg_attribute a
 		 WHERE a.attrelid = source AND a.attnum > 0 AND NOT a.attisdropped
 		   AND a.attname IN ('table_name', 'column_name', 'expire_after_seconds')) < 3 THEN
@@ -453,6 +460,14 @@ BEGIN
 		RAISE EXCEPTION 'pg_cron is not installed in this database'
 			USING ERRCODE = 'undefined_table',
 				  HINT = 'Call ttl_from_cron() in the database that has CREATE EXTENSION pg_cron (cron.database_name).';
+	END IF;
+	-- pg_cron's table belongs to a superuser; anything else named cron.job
+	-- (a view, a role's table) could run its owner's code as the caller
+	IF NOT (SELECT c.relkind = 'r' AND r.rolsuper
+			  FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+			 WHERE c.oid = 'cron.job'::regclass) THEN
+		RAISE EXCEPTION 'cron.job is not pg_cron''s: it is not a table owned by a superuser'
+			USING ERRCODE = 'wrong_object_type';
 	END IF;
 	FOR j IN SELECT to_jsonb(c) FROM cron.job c ORDER BY c.jobid
 	LOOP

@@ -71,8 +71,11 @@ SELECT table_name, expire_after, paused FROM ttl_index_stats ORDER BY policy_id;
 SELECT status FROM ttl_import_pg_ttl_index('v2_copy');
 SELECT count(*) FROM ttl_index_policy;
 
--- a table that is not such a copy, and no table, are refused
+-- a table that is not such a copy, a view (reading it could run its
+-- owner's functions as the caller), and no table, are refused
 SELECT * FROM ttl_import_pg_ttl_index('sessions');
+CREATE VIEW v2_view AS SELECT * FROM v2_copy;
+SELECT * FROM ttl_import_pg_ttl_index('v2_view');
 SELECT * FROM ttl_import_pg_ttl_index(NULL);
 SELECT * FROM ttl_import_pg_ttl_index('no_such_copy');
 
@@ -111,6 +114,9 @@ SELECT jobid, jobname, ttl_call, note FROM ttl_from_cron();
 SELECT count(*) FROM ttl_index_policy;
 -- the suggested call works as it is
 SELECT ttl_create_index('sessions', 'created_at', interval '1 hour') > 0 AS ok;
+-- a cron.job that an ordinary role owns is not pg_cron's, and is not read
+ALTER TABLE cron.job OWNER TO ttl_mig_other;
+SELECT * FROM ttl_from_cron();
 DROP SCHEMA cron CASCADE;
 
 DROP SCHEMA mig CASCADE;

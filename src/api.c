@@ -42,6 +42,7 @@
 #include "commands/trigger.h"
 #include "common/int.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -592,8 +593,16 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 {
 	bool		current = ttl_catalog_is_current();
 	bool		has_origin = current && ttl_catalog_has_origin();
+	/* the 1.3 catalog has them all, 1.2 all but the last, 1.0 and 1.1 two */
+	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
+		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
+	"replication_origin"};
 	Oid			argtypes[12] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
 	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID};
+	int			ncols;
+	StringInfoData insert;
+	StringInfoData params;
+	StringInfoData set;
 	Datum		values[12];
 	char		nulls[12];
 	NameData	colnamedata;
@@ -632,54 +641,23 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	values[11] = BoolGetDatum(policy->replication_origin > 0);
 	nulls[11] = policy->replication_origin >= 0 ? ' ' : 'n';
 
-	if (has_origin)
-		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
-					   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit,"
-					   " replication_origin)"
-					   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-					   " ON CONFLICT (relid, attnum) DO UPDATE"
-					   " SET expire_after = excluded.expire_after,"
-					   "     batch_size = excluded.batch_size,"
-					   "     column_name = excluded.column_name,"
-					   "     ttl_column = excluded.ttl_column,"
-					   "     filter = excluded.filter,"
-					   "     unit = excluded.unit,"
-					   "     action = excluded.action,"
-					   "     archive_table = excluded.archive_table,"
-					   "     soft_delete_column = excluded.soft_delete_column,"
-					   "     rate_limit = excluded.rate_limit,"
-					   "     replication_origin = excluded.replication_origin"
-					   " RETURNING id",
-					   ttl_catalog_relname());
-	else if (current)
-		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size,"
-					   " ttl_column, filter, unit, action, archive_table, soft_delete_column, rate_limit)"
-					   " VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-					   " ON CONFLICT (relid, attnum) DO UPDATE"
-					   " SET expire_after = excluded.expire_after,"
-					   "     batch_size = excluded.batch_size,"
-					   "     column_name = excluded.column_name,"
-					   "     ttl_column = excluded.ttl_column,"
-					   "     filter = excluded.filter,"
-					   "     unit = excluded.unit,"
-					   "     action = excluded.action,"
-					   "     archive_table = excluded.archive_table,"
-					   "     soft_delete_column = excluded.soft_delete_column,"
-					   "     rate_limit = excluded.rate_limit"
-					   " RETURNING id",
-					   ttl_catalog_relname());
-	else
-		sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum, expire_after, batch_size)"
-					   " VALUES ($1, $2, 0, $3, $4)"
-					   " ON CONFLICT (relid, attnum) DO UPDATE"
-					   " SET expire_after = excluded.expire_after,"
-					   "     batch_size = excluded.batch_size,"
-					   "     column_name = excluded.column_name"
-					   " RETURNING id",
-					   ttl_catalog_relname());
+	/* the catalog's columns after relid, column_name and attnum, in $3... */
+	ncols = has_origin ? lengthof(cols) : current ? lengthof(cols) - 1 : 2;
+	initStringInfo(&insert);
+	initStringInfo(&params);
+	initStringInfo(&set);
+	for (int i = 0; i < ncols; i++)
+	{
+		appendStringInfo(&insert, ", %s", cols[i]);
+		appendStringInfo(&params, ", $%d", i + 3);
+		appendStringInfo(&set, ", %s = excluded.%s", cols[i], cols[i]);
+	}
+	sql = psprintf("INSERT INTO %s AS p (relid, column_name, attnum%s) VALUES ($1, $2, 0%s)"
+				   " ON CONFLICT (relid, attnum) DO UPDATE SET column_name = excluded.column_name%s"
+				   " RETURNING id",
+				   ttl_catalog_relname(), insert.data, params.data, set.data);
 	SPI_connect();
-	ret = ttl_api_as_extension_owner(sql, has_origin ? 12 : current ? 11 : 4,
-									 argtypes, values, nulls);
+	ret = ttl_api_as_extension_owner(sql, ncols + 2, argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

@@ -46,6 +46,7 @@ static TimestampTz SetupFailedAt = 0;
 static uint64 SetupFailedGeneration = 0;
 static uint64 ReloadGeneration = 0;
 
+static void ttl_origin_failed(const char *name, const char *reason);
 static void ttl_origin_setup(void);
 
 /*
@@ -72,6 +73,27 @@ ttl_origin_config_reloaded(void)
 }
 
 /*
+ * ttl_origin_failed
+ *		The origin could not be set up: say so, the first time, and try
+ *		again later (see ttl_origin_setup).
+ */
+static void
+ttl_origin_failed(const char *name, const char *reason)
+{
+	if (!SetupFailed)
+		ereport(WARNING,
+				(errmsg("ttl_index could not set up replication origin \"%s\": %s",
+						name, reason),
+				 errdetail("Expired rows are deleted without a replication origin: logical decoding "
+						   "and subscriptions cannot tell them from the application's deletes."),
+				 errhint("Raise %s, or set ttl_index.replication_origin = off.",
+						 TTL_ORIGIN_CAPACITY_NAME)));
+	SetupFailed = true;
+	SetupFailedAt = GetCurrentTimestamp();
+	SetupFailedGeneration = ReloadGeneration;
+}
+
+/*
  * ttl_origin_setup
  *		Find or create this database's origin, in a transaction of its own,
  *		and set the session up with it.  On failure, one WARNING.
@@ -89,17 +111,7 @@ ttl_origin_setup(void)
 	snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
 	if (TTL_ORIGIN_CAPACITY == 0)
 	{
-		if (!SetupFailed)
-			ereport(WARNING,
-					(errmsg("ttl_index could not set up replication origin \"%s\": %s is 0",
-							name, TTL_ORIGIN_CAPACITY_NAME),
-					 errdetail("Expired rows are deleted without a replication origin: logical decoding "
-							   "and subscriptions cannot tell them from the application's deletes."),
-					 errhint("Raise %s, or set ttl_index.replication_origin = off.",
-							 TTL_ORIGIN_CAPACITY_NAME)));
-		SetupFailed = true;
-		SetupFailedAt = GetCurrentTimestamp();
-		SetupFailedGeneration = ReloadGeneration;
+		ttl_origin_failed(name, psprintf("%s is 0", TTL_ORIGIN_CAPACITY_NAME));
 		return;
 	}
 
@@ -125,18 +137,8 @@ ttl_origin_setup(void)
 			AbortCurrentTransaction();
 		else
 			AbortOutOfAnyTransaction();
-		if (!SetupFailed)
-			ereport(WARNING,
-					(errmsg("ttl_index could not set up replication origin \"%s\": %s",
-							name, edata->message),
-					 errdetail("Expired rows are deleted without a replication origin: logical decoding "
-							   "and subscriptions cannot tell them from the application's deletes."),
-					 errhint("Raise %s, or set ttl_index.replication_origin = off.",
-							 TTL_ORIGIN_CAPACITY_NAME)));
+		ttl_origin_failed(name, edata->message);
 		FreeErrorData(edata);
-		SetupFailed = true;
-		SetupFailedAt = GetCurrentTimestamp();
-		SetupFailedGeneration = ReloadGeneration;
 	}
 	PG_END_TRY();
 }

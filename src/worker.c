@@ -735,12 +735,16 @@ ttl_worker_hold_for_replicas(void)
 	const char *phase;
 	TimestampTz started;
 	bool		go_on = true;
+	bool		holding = ttl_replicas_hold(&phase);
 
-	if (!ttl_replicas_hold(&phase))
+	if (!holding)
 		return true;
 	started = GetCurrentTimestamp();
-	while (go_on && ttl_replicas_hold(&phase))
+	while (go_on && holding)
+	{
 		go_on = ttl_worker_nap(phase, 250);
+		holding = go_on && ttl_replicas_hold(&phase);
+	}
 	ttl_slot_count_replica_hold((GetCurrentTimestamp() - started) / 1000);
 	return go_on;
 }

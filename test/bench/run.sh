@@ -18,6 +18,10 @@
 #   8. dead entries held: the worker's CPU and a trickle's lag while 1M, then
 #      10M, deleted rows' index entries cannot be removed (a long query holds
 #      the xmin horizon)
+#   9. keeping up with 20,000 rows/s expiring under a pgbench load
+#  10. row shapes: the drain of 40-, 100- and 500-byte rows, TOASTed rows,
+#      rows with three secondary indexes and rows whose expiry is random,
+#      each beside its own plain DELETE
 #
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
@@ -39,7 +43,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 smoke=0
 out=$here/test/bench/results
 runs=3
-only="1 2 3 4 5 6 7 8 9"
+only="1 2 3 4 5 6 7 8 9 10"
 extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -70,11 +74,11 @@ fi
 if [ $smoke = 1 ]; then
 	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=4; s4_win=0.5; s4_runs=2
 	s5_sizes="100"; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2; s8_sizes="20000"; s8_secs=5
-	s9_rate=5000; s9_secs=4
+	s9_rate=5000; s9_secs=4; s10_rows=20000; s10_toast_rows=4000; s10_runs=1
 else
 	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_win=1; s4_runs=5
 	s5_sizes="1000 10000"; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3; s8_sizes="1000000 10000000"; s8_secs=30
-	s9_rate=20000; s9_secs=40
+	s9_rate=20000; s9_secs=40; s10_rows=1000000; s10_toast_rows=100000; s10_runs=3
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
@@ -181,7 +185,7 @@ $$;
 -- policy's lag too, from its index: early in a pass that walks the entries
 -- the worker has just deleted, up to 1,000 of them.)
 CREATE PROCEDURE bench_open(label text, rel regclass) LANGUAGE sql AS $$
-	INSERT INTO bench_event VALUES (label, clock_timestamp(), NULL, NULL, bench_deleted(rel))
+	INSERT INTO bench_event VALUES (label, clock_timestamp(), NULL, NULL, coalesce(bench_deleted(rel), 0))
 $$;
 CREATE PROCEDURE bench_wait_deleted(label text, rel regclass, delta bigint, timeout float8,
 	poll float8 DEFAULT 0.05)
@@ -990,8 +994,108 @@ SQL
 	sql "DROP TABLE s9_app"
 }
 
+# ---------------------------------------------------------------- 10
+# s10_load TABLE SHAPE ROWS: one table of a shape, 80% of its rows expired
+# (those with g % 5 <> 0), the others living a day or more; a primary key,
+# a btree on the expiry column; vacuumed and analyzed.  The expiry column
+# is ts (the rows live an hour) except in "random", where it is expires_at
+# (expire_after 0), filled at random and so in no order on the heap.
+s10_load() {
+	local t=$1 shape=$2 rows=$3 cols extra_ddl="" vals key=ts names="ts, payload"
+	local when="CASE WHEN g % 5 <> 0 THEN timestamptz '$base' - interval '2 days' + g * interval '1 ms' ELSE timestamptz '$base' + interval '1 day' + g * interval '1 ms' END"
+	cols="id bigserial PRIMARY KEY, ts timestamptz NOT NULL, payload text"
+	case $shape in
+		p40) vals="$when, rpad(g::text, 40, '.')" ;;
+		p100) vals="$when, rpad(g::text, 100, '.')" ;;
+		p500) vals="$when, rpad(g::text, 500, '.')" ;;
+		toast)
+			# 2 KB stored out of line, uncompressed: two TOAST chunks a row
+			cols="$cols, doc text"; names="$names, doc"
+			extra_ddl="ALTER TABLE $t ALTER COLUMN doc SET STORAGE EXTERNAL;"
+			vals="$when, rpad(g::text, 100, '.'), repeat(md5(g::text), 64)" ;;
+		idx3)
+			cols="$cols, k1 int, k2 text, k3 timestamptz"; names="$names, k1, k2, k3"
+			vals="$when, rpad(g::text, 100, '.'), g % 1000, md5(g::text), timestamptz '$base' + (g % 7919) * interval '1 s'"
+			extra_ddl="CREATE INDEX ON $t (k1); CREATE INDEX ON $t (k2); CREATE INDEX ON $t (k3);" ;;
+		random)
+			key=expires_at; names="expires_at, payload"
+			cols="id bigserial PRIMARY KEY, expires_at timestamptz NOT NULL, payload text"
+			vals="CASE WHEN g % 5 <> 0 THEN timestamptz '$base' - interval '2 days' + random() * interval '1 day' ELSE timestamptz '$base' + interval '1 day' + random() * interval '1 day' END, rpad(g::text, 100, '.')" ;;
+	esac
+	Q <<SQL
+CREATE TABLE $t ($cols) WITH (autovacuum_enabled = off);
+$extra_ddl
+INSERT INTO $t ($names) SELECT $vals FROM generate_series(1, $rows) g;
+CREATE INDEX ${t}_key ON $t ($key);
+VACUUM ANALYZE $t;
+SQL
+}
+
+s10() {
+	local shapes="p40 p100 p500 toast idx3 random" shape r m t rows expired l0 l1 ms n key after
+	declare -A what=([p40]="40-byte payload" [p100]="100-byte payload" [p500]="500-byte payload"
+		[toast]="100 B + 2 KB TOASTed text" [idx3]="100 B + 3 secondary indexes" [random]="100 B, expiry at random")
+	echo
+	echo "== 10. row shapes: $(fmt $s10_rows) rows ($(fmt $s10_toast_rows) TOASTed), 80% expired, primary key + btree on the expiry, median of $s10_runs run(s)"
+	echo "   per shape two identical tables; CHECKPOINT before each method; the worker's time runs from ttl_create_index() to its counter"
+	printf 'run\tshape\tmethod\tseconds\twal_bytes\n' > "$out/s10_runs.tsv"
+	worker on
+	for r in $(seq 1 "$s10_runs"); do
+		for shape in $shapes; do
+			rows=$s10_rows
+			[ $shape = toast ] && rows=$s10_toast_rows
+			expired=$((rows - rows / 5))
+			key=ts; after=3600
+			[ $shape = random ] && { key=expires_at; after=0; }
+			for m in delete worker; do s10_load "s10_${shape}_${m}_r$r" $shape $rows; done
+			for m in delete worker; do
+				t=s10_${shape}_${m}_r$r
+				sql "CHECKPOINT"
+				l0=$(lsn)
+				case $m in
+					delete) ms=$(timed <<<"DELETE FROM $t WHERE $key < now() - $after * interval '1 s';" | sed -n 1p) ;;
+					worker) ms=$(timed <<SQL | sed -n 1p
+CALL bench_open('s10_${shape}_$r', NULL);
+SELECT ttl_create_index('$t', '$key', $after);
+CALL bench_wait_deleted('s10_${shape}_$r', '$t', $expired, 600, 0.02);
+SQL
+						)
+						[ "$(sql "SELECT reached FROM bench_event WHERE label = 's10_${shape}_$r'")" = t ] ||
+							die "scenario 10: the worker did not delete $expired rows from $t within 600 s" ;;
+				esac
+				l1=$(lsn)
+				printf '%s\t%s\t%s\t%s\t%s\n' "$r" $shape $m "$(calc "$ms / 1000")" "$(walbytes "$l0" "$l1")" >> "$out/s10_runs.tsv"
+				n=$(sql "SELECT count(*) FROM $t")
+				[ "$n" = $((rows - expired)) ] || die "scenario 10: $t has $n rows left after $m, expected $((rows - expired))"
+			done
+			for m in delete worker; do sql "DROP TABLE s10_${shape}_${m}_r$r"; done
+		done
+	done
+
+	local dsecs wsecs dwal wwal ratio worst=""
+	printf '%-30s %10s %12s %10s %12s %8s %9s %9s\n' shape "DELETE s" "DELETE r/s" "worker s" "worker r/s" "ratio" "WAL/r DEL" "WAL/r wkr"
+	printf 'shape\tlabel\tdelete_s\tworker_s\tratio\tdelete_wal_per_row\tworker_wal_per_row\n' > "$out/s10_shapes.tsv"
+	for shape in $shapes; do
+		rows=$s10_rows
+		[ $shape = toast ] && rows=$s10_toast_rows
+		expired=$((rows - rows / 5))
+		dsecs=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "delete" {print $4}' "$out/s10_runs.tsv" | median)
+		wsecs=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "worker" {print $4}' "$out/s10_runs.tsv" | median)
+		dwal=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "delete" {print $5}' "$out/s10_runs.tsv" | median)
+		wwal=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "worker" {print $5}' "$out/s10_runs.tsv" | median)
+		ratio=$(calc "$dsecs / $wsecs" 2)
+		printf '%-30s %10.3f %12s %10.3f %12s %7sx %9s %9s\n' "${what[$shape]}" "$dsecs" "$(fmt "$(calc "$expired / $dsecs" 0)")" \
+			"$wsecs" "$(fmt "$(calc "$expired / $wsecs" 0)")" "$ratio" "$(calc "$dwal / $expired" 1)" "$(calc "$wwal / $expired" 1)"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' $shape "${what[$shape]}" "$dsecs" "$wsecs" "$ratio" \
+			"$(calc "$dwal / $expired" 1)" "$(calc "$wwal / $expired" 1)" >> "$out/s10_shapes.tsv"
+		if [ -z "$worst" ] || [ "$(le "$ratio" "$worst")" = 1 ]; then worst=$ratio; fi
+	done
+	echo "  (ratio: the plain DELETE's time over the worker's, wall time from ttl_create_index() to its counter; WAL/r: bytes of WAL per deleted row)"
+	target 10 "worker vs plain DELETE, slowest shape" "${worst}x" ">= 1.0x" "$(le 1 "$worst")"
+}
+
 # ---------------------------------------------------------------- run
-for s in 1 2 3 4 5 6 8 9; do
+for s in 1 10 2 3 4 5 6 8 9; do
 	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
 		t=$(date +%s)
 		s$s

@@ -307,7 +307,7 @@ s1() {
 	printf 'run\tmethod\tseconds\twal_bytes\n' > "$out/s1_runs.tsv"
 	for r in $(seq 1 "$runs"); do
 		worker off
-		for m in delete pgcron runner worker; do
+		for m in delete pgcron runner alone worker; do
 			t=s1_${m}_r$r
 			Q <<SQL
 CREATE TABLE $t (id bigserial, ts timestamptz NOT NULL, payload text) WITH (autovacuum_enabled = off);
@@ -320,13 +320,19 @@ CREATE INDEX ${t}_ts ON $t (ts);
 VACUUM ANALYZE $t;
 SQL
 		done
-		for m in delete pgcron runner worker; do
+		for m in delete pgcron runner alone worker; do
 			t=s1_${m}_r$r
 			# rows live one hour after ts.  The worker's policy is created only
 			# now: ttl_runner() runs every policy, it would drain that table too
 			case $m in
-				runner|worker) sql "SELECT ttl_create_index('$t', 'ts', 3600)" >/dev/null ;;
+				runner|worker|alone) sql "SELECT ttl_create_index('$t', 'ts', 3600)" >/dev/null ;;
 			esac
+			# "alone": the worker without helpers (max_parallel_workers = 0)
+			if [ $m = alone ]; then
+				sql "ALTER SYSTEM SET ttl_index.max_parallel_workers = 0" >/dev/null
+			else
+				sql "ALTER SYSTEM RESET ttl_index.max_parallel_workers" >/dev/null
+			fi
 			sql "CHECKPOINT"
 			l0=$(lsn)
 			case $m in
@@ -347,14 +353,14 @@ END \$\$;
 SQL
 					) ;;
 				runner) ms=$(timed <<<"SELECT ttl_runner();" | sed -n 1p) ;;
-				worker) sql "CALL bench_open('s1_$r', '$t')"
+				worker|alone) sql "CALL bench_open('s1_${m}_$r', '$t')"
 					ms=$(timed <<SQL | sed -n 1p
 ALTER SYSTEM SET ttl_index.enabled = on;
 SELECT pg_reload_conf();
-CALL bench_wait_deleted('s1_$r', '$t', $expired, 600);
+CALL bench_wait_deleted('s1_${m}_$r', '$t', $expired, 600);
 SQL
 					)
-					[ "$(sql "SELECT reached FROM bench_event WHERE label = 's1_$r'")" = t ] ||
+					[ "$(sql "SELECT reached FROM bench_event WHERE label = 's1_${m}_$r'")" = t ] ||
 						die "scenario 1: the worker did not delete $expired rows from $t within 600 s"
 					# its pass ends (and is logged) at the batch that finds nothing left
 					for _ in $(seq 1 100); do
@@ -369,27 +375,35 @@ SQL
 			[ "$n" = "$live" ] || die "scenario 1: $t has $n rows left after $m, expected $live"
 		done
 		# the worker's own pass time, from its log line
-		t=s1_worker_r$r
-		read -r n ms < <(grep -o "ttl_index: deleted [0-9]* rows from public\.$t in [0-9]* ms" "$dir/log" |
-			awk '{n += $3; ms += $8} END {print n + 0, ms + 0}')
-		[ "$n" = "$expired" ] || die "scenario 1: the worker's log lines for $t count $n rows, expected $expired"
-		printf '%s\t%s\t%s\t%s\n' "$r" worker_pass "$(calc "$ms / 1000")" "" >> "$out/s1_runs.tsv"
-		for m in delete pgcron runner worker; do sql "DROP TABLE s1_${m}_r$r"; done
+		for m in alone worker; do
+			t=s1_${m}_r$r
+			read -r n ms < <(grep -o "ttl_index: deleted [0-9]* rows from public\.$t in [0-9]* ms" "$dir/log" |
+				awk '{n += $3; ms += $8} END {print n + 0, ms + 0}')
+			[ "$n" = "$expired" ] || die "scenario 1: the worker's log lines for $t count $n rows, expected $expired"
+			printf '%s\t%s\t%s\t%s\n' "$r" ${m}_pass "$(calc "$ms / 1000")" "" >> "$out/s1_runs.tsv"
+		done
+		for m in delete pgcron runner alone worker; do sql "DROP TABLE s1_${m}_r$r"; done
 	done
 	worker on
+	sql "ALTER SYSTEM RESET ttl_index.max_parallel_workers" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
 
 	local label secs wal ref rate ratio walrow list
 	declare -A lab=([delete]="one plain DELETE ... WHERE ts < cutoff"
 		[pgcron]="pg_cron pattern (LIMIT 10000, repeated)"
 		[runner]="SELECT ttl_runner()"
-		[worker_pass]="worker: its pass (log line)"
-		[worker]="worker: wall, enable -> counter")
+		[alone_pass]="worker alone: its pass (log line)"
+		[alone]="worker alone: wall, enable -> counter"
+		[worker_pass]="worker + helpers: pass (log line)"
+		[worker]="worker + helpers: wall"
+	)
 	declare -A short=([delete]="plain DELETE" [pgcron]="pg_cron pattern" [runner]="ttl_runner()"
-		[worker_pass]="worker (pass)" [worker]="worker (wall)")
+		[alone_pass]="worker alone (pass)" [alone]="worker alone (wall)"
+		[worker_pass]="worker + helpers (pass)" [worker]="worker + helpers (wall)")
 	ref=$(awk -F'\t' '$2 == "delete" {print $3}' "$out/s1_runs.tsv" | median)
 	printf '%-40s %9s %12s %8s %8s  %s\n' method seconds rows/s "vs DEL" "WAL/row" "runs (s)"
 	printf 'method\tlabel\tseconds\trows_per_s\tratio\twal_per_row\tshort\n' > "$out/s1_throughput.tsv"
-	for m in delete pgcron runner worker_pass worker; do
+	for m in delete pgcron runner alone_pass alone worker_pass worker; do
 		list=$(awk -F'\t' -v m=$m '$2 == m {printf "%s ", $3}' "$out/s1_runs.tsv")
 		secs=$(median <<<"$list")
 		# the worker's pass wrote the WAL of its wall-time run
@@ -406,6 +420,7 @@ SQL
 	wp=$(awk -F'\t' '$1 == "worker_pass" {print $5}' "$out/s1_throughput.tsv")
 	wr=$(awk -F'\t' '$1 == "worker" {print $5}' "$out/s1_throughput.tsv")
 	summary+=("$(printf '%-3s %-42s %-14s %-10s %s' 1 "worker vs plain DELETE (pass / wall)" "${wp}x / ${wr}x" "none" "reference")")
+	target 1 "worker + helpers vs plain DELETE (wall)" "${wr}x" ">= 1.5x" "$(le 1.5 "$wr")"
 }
 
 # ---------------------------------------------------------------- 2

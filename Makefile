@@ -16,11 +16,13 @@ OBJS = \
 	src/expiry.o \
 	src/filter.o \
 	src/held.o \
+	src/helper.o \
 	src/hooks.o \
 	src/keepup.o \
 	src/launcher.o \
 	src/origin.o \
 	src/owner.o \
+	src/parallel.o \
 	src/partition.o \
 	src/probe.o \
 	src/purge.o \

@@ -553,3 +553,76 @@ ttl_expires_at_seconds(PG_FUNCTION_ARGS)
 		usecs = secs < 0 ? -1 : 1;
 	PG_RETURN_TIMESTAMP(ttl_add_usecs(base, usecs, overflow));
 }
+
+/*
+ * ttl_key_split
+ *		Cut the key range [lo, hi) into at most n slices of equal width,
+ *		for helpers that share one backlog (helper.c): bounds[0] = lo,
+ *		bounds[k] = hi, each bound above the one before.  Only keys that
+ *		are integers underneath (timestamps, dates, integer epochs) or
+ *		float8 can be cut; returns the number of slices k, or 0 when the
+ *		type cannot be cut or the range is too narrow for two slices.
+ */
+int
+ttl_key_split(Oid typid, Datum lo, Datum hi, int n, Datum *bounds)
+{
+	int			k = 0;
+
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+		case INT8OID:
+		case INT4OID:
+		case DATEOID:
+			{
+				bool		wide = typid != INT4OID && typid != DATEOID;
+				int64		a = wide ? DatumGetInt64(lo) : DatumGetInt32(lo);
+				int64		b = wide ? DatumGetInt64(hi) : DatumGetInt32(hi);
+				uint64		span;
+				uint64		step;
+
+				/* infinite bounds (timestamps) have no width to cut */
+				if (a >= b || (wide && typid != INT8OID &&
+							   (TIMESTAMP_NOT_FINITE(a) || TIMESTAMP_NOT_FINITE(b))))
+					return 0;
+				span = (uint64) b - (uint64) a;
+				if (span < (uint64) n)
+					n = (int) span;
+				if (n < 2)
+					return 0;
+				step = span / n;
+				for (k = 0; k < n; k++)
+				{
+					int64		v = (int64) ((uint64) a + step * k);
+
+					bounds[k] = wide ? Int64GetDatum(v) : Int32GetDatum((int32) v);
+				}
+				bounds[n] = hi;
+				return n;
+			}
+		case FLOAT8OID:
+			{
+				double		a = DatumGetFloat8(lo);
+				double		b = DatumGetFloat8(hi);
+
+				if (!(a < b) || isinf(a) || isinf(b) || n < 2)
+					return 0;
+				for (k = 0; k < n; k++)
+				{
+					double		v = a + (b - a) * k / n;
+
+					/* no two bounds alike, however close a and b */
+					if (k > 0 && !(v > DatumGetFloat8(bounds[k - 1])))
+						return 0;
+					bounds[k] = Float8GetDatum(v);
+				}
+				if (!(b > DatumGetFloat8(bounds[n - 1])))
+					return 0;
+				bounds[n] = hi;
+				return n;
+			}
+		default:
+			return 0;
+	}
+}

@@ -179,12 +179,15 @@ static void
 ttl_database_evict(Oid dboid)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	pid_t		pid;
+	pid_t		pids[1 + TTL_MAX_HELPERS];
+	int			n;
 
-	pid = ttl_shmem_block_database(dboid,
-								   TimestampTzPlusMilliseconds(start, TTL_EVICT_BLOCK_MS));
-	if (pid != 0)
-		kill(pid, SIGTERM);
+	/* the worker and its helpers, if any */
+	n = ttl_shmem_block_database(dboid,
+								 TimestampTzPlusMilliseconds(start, TTL_EVICT_BLOCK_MS),
+								 pids);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGTERM);
 
 	while (ttl_shmem_database_pid(dboid) != 0 &&
 		   !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), TTL_EVICT_WAIT_MS))

@@ -109,18 +109,6 @@ ttl_launcher_register(void)
 }
 
 /*
- * ttl_launcher_max_workers
- *		How many workers may run at once (see the top of the file).
- */
-static int
-ttl_launcher_max_workers(void)
-{
-	int			room = max_worker_processes - 1 - ttl_free_worker_slots;
-
-	return Max(1, Min(ttl_max_workers, room));
-}
-
-/*
  * ttl_launcher_list_databases
  *		The databases a worker may serve: connectable, valid, not templates.
  *
@@ -408,6 +396,8 @@ ttl_launcher_decide(TimestampTz now, TtlStart *starts, Latch **latches,
 			continue;
 		if (slot->worker_running)
 			ttl_launcher_stopped(i, slot, now);
+		/* helpers take worker slots too (parallel.c) */
+		running += ttl_shmem_helpers_of(slot);
 		if (slot->worker_running)
 		{
 			running++;
@@ -425,7 +415,7 @@ ttl_launcher_decide(TimestampTz now, TtlStart *starts, Latch **latches,
 
 	ttl_launcher_sort_waiting(cand, ncand);
 
-	room = Max(ttl_launcher_max_workers() - running, 0);
+	room = Max(ttl_shmem_max_workers() - running, 0);
 	for (int k = 0; k < ncand; k++)
 	{
 		TtlDbSlot  *slot = ttl_shmem_slot(cand[k]);
@@ -536,7 +526,7 @@ ttl_launcher_log_waiting(int nwaiting)
 	if (!InShortage)
 		ereport(LOG,
 				(errmsg("ttl_index: more databases need a worker than may run at once (%d): they take turns of up to %d s",
-						ttl_launcher_max_workers(), ttl_database_turn),
+						ttl_shmem_max_workers(), ttl_database_turn),
 				 errhint("ttl_index.max_workers is %d, max_worker_processes %d, ttl_index.free_worker_slots %d; see ttl_index_databases.",
 						 ttl_max_workers, max_worker_processes, ttl_free_worker_slots)));
 	InShortage = true;

@@ -36,6 +36,9 @@
 #include "compat.h"
 #include "ttl_index.h"
 
+/* a helper's own origin: its name ends with this (ttl_origin_for_helper) */
+static int	HelperIndex = -1;
+
 /* the session's origin: InvalidRepOriginId until set up */
 static RepOriginId SessionOrigin = InvalidRepOriginId;
 
@@ -81,7 +84,7 @@ static void
 ttl_origin_failed(const char *name, const char *reason)
 {
 	if (!SetupFailed)
-		ereport(WARNING,
+		ereport(HelperIndex >= 0 ? DEBUG1 : WARNING,
 				(errmsg("ttl_index could not set up replication origin \"%s\": %s",
 						name, reason),
 				 errdetail("Expired rows are deleted without a replication origin: logical decoding "
@@ -108,7 +111,10 @@ ttl_origin_setup(void)
 	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
 		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
 		return;
-	snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
+	if (HelperIndex >= 0)
+		snprintf(name, sizeof(name), "ttl_index_%u_helper%d", MyDatabaseId, HelperIndex);
+	else
+		snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
 	if (TTL_ORIGIN_CAPACITY == 0)
 	{
 		ttl_origin_failed(name, psprintf("%s is 0", TTL_ORIGIN_CAPACITY_NAME));
@@ -144,22 +150,39 @@ ttl_origin_setup(void)
 }
 
 /*
- * ttl_origin_batch_begin
- *		Before a batch's transaction starts: mark it with the origin, or
- *		not, as the policy wants.
+ * ttl_origin_for_helper
+ *		This process is helper number k of its database's worker (helper.c):
+ *		its changes carry an origin of its own, ttl_index_<database
+ *		OID>_helper<k>, since an origin serves one process at a time.  Any
+ *		origin tells a TTL delete from the application's alike; a helper
+ *		that cannot get one does not delete unmarked (it leaves the rows to
+ *		the worker), so it says so at DEBUG1 only.
  */
 void
+ttl_origin_for_helper(int k)
+{
+	HelperIndex = k;
+}
+
+/*
+ * ttl_origin_batch_begin
+ *		Before a batch's transaction starts: mark it with the origin, or
+ *		not, as the policy wants.  Returns false when the policy wants the
+ *		origin and none could be set up (the batch then goes unmarked).
+ */
+bool
 ttl_origin_batch_begin(TtlPolicy *policy)
 {
 	Assert(!IsTransactionState());
 	if (!ttl_origin_wanted(policy))
 	{
 		replorigin_session_origin = InvalidRepOriginId;
-		return;
+		return true;
 	}
 	if (SessionOrigin == InvalidRepOriginId)
 		ttl_origin_setup();
 	replorigin_session_origin = SessionOrigin;
+	return SessionOrigin != InvalidRepOriginId;
 }
 
 /*

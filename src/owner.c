@@ -294,3 +294,28 @@ ttl_parse_env_leave(int nestlevel)
 {
 	AtEOXact_GUC(true, nestlevel);
 }
+
+/*
+ * ttl_pin_process_settings
+ *		The settings of a worker or a helper process, pinned as autovacuum
+ *		does: whatever ALTER DATABASE or ALTER ROLE says, the process's own
+ *		work runs with these.  (Batches run with the table owner's settings,
+ *		and pin again what they rely on: ttl_owner_enter.)
+ */
+void
+ttl_pin_process_settings(const char *application_name)
+{
+	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_deferrable", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("row_security", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", application_name, PGC_SUSET, PGC_S_OVERRIDE);
+	/* live table counters for ttl_worker_admit, never a cached snapshot */
+	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
+}

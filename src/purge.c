@@ -69,7 +69,9 @@
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
+#include "replication/syncrep.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/trigger.h"
@@ -82,6 +84,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/datum.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -115,6 +118,8 @@ typedef struct TtlBatch
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
 	instr_time	start;
+	bool		have_first;		/* the first key the scan read */
+	Datum		first_key;		/* (by-value keys only) */
 } TtlBatch;
 
 /*
@@ -175,6 +180,7 @@ ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
 	pass->previous = previous;
 	pass->row_limit = row_limit > 0 ? row_limit : TTL_FIRST_BATCH_ROWS;
 	pass->writes_at_start = ttl_writes_count(MyDatabaseId, policy->relid);
+	pass->xid_at_start = ReadNextTransactionId();
 	return pass;
 }
 
@@ -231,6 +237,13 @@ ttl_pass_end(TtlPass *pass)
 	if (pass == NULL)
 		return;
 	ttl_pass_end(pass->previous);
+	/* helpers on its backlog stop after their batch in hand */
+	if (pass->job_id != 0)
+	{
+		int64		left;
+
+		(void) ttl_parallel_end(pass->job_id, &left);
+	}
 	MemoryContextDelete(pass->cxt);
 }
 
@@ -495,6 +508,16 @@ typedef struct TtlTake
 } TtlTake;
 
 /*
+ * ttl_tid_cmp
+ *		qsort comparator of item pointers: heap order.
+ */
+static int
+ttl_tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/*
  * ttl_batch_begin_scan
  *		An index scan of the target from where the last batch of the pass
  *		stopped, or else from past the known-dead prefix, up to the cutoff.
@@ -524,9 +547,10 @@ ttl_batch_begin_scan(TtlBatch *b)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
 					ttl_btree_proc(b->irel, t->keytype, BTGreaterEqualStrategyNumber),
 					t->have_resume ? t->resume_key : from);
+	/* a slice (parallel.c) ends below the cutoff */
 	ScanKeyInit(&keys[nkeys++], 1, BTLessStrategyNumber,
 				ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber),
-				b->cutoff.bound);
+				t->have_stop ? t->stop_key : b->cutoff.bound);
 
 	scan = ttl_index_beginscan(b->rel, b->irel, GetActiveSnapshot(), nkeys, 0);
 	scan->xs_want_itup = true;
@@ -602,6 +626,39 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 }
 
 /*
+ * ttl_batch_take_sorted
+ *		The direct path on a scattered target: the entries the scan
+ *		collected, sorted into heap order, each fetched (its visible version,
+ *		as an index scan would) and taken.  Consecutive rows then share their
+ *		page, as in a sequential scan.  No known-dead prefix is kept here.
+ */
+static void
+ttl_batch_take_sorted(TtlBatch *b, TupleTableSlot *slot, ItemPointerData *tids,
+					  int ntids, TimestampTz now, TtlTake *take,
+					  TtlBatchResult *result)
+{
+	IndexFetchTableData *fetch;
+
+	qsort(tids, ntids, sizeof(ItemPointerData), ttl_tid_cmp);
+	fetch = table_index_fetch_begin(b->rel);
+	for (int i = 0; i < ntids; i++)
+	{
+		ItemPointerData tid = tids[i];
+		bool		call_again = false;
+		bool		all_dead = false;
+
+		CHECK_FOR_INTERRUPTS();
+		/* a HOT chain's entries (after an UPDATE) point at one row */
+		if (i > 0 && ItemPointerEquals(&tids[i - 1], &tids[i]))
+			continue;
+		if (table_index_fetch_tuple(fetch, &tid, GetActiveSnapshot(), slot,
+									&call_again, &all_dead))
+			(void) ttl_batch_take_row(b, slot, true, (Datum) 0, now, take, result);
+	}
+	table_index_fetch_end(fetch);
+}
+
+/*
  * ttl_batch_scan
  *		Range-scan the target's index from where the last batch stopped to
  *		the cutoff, taking each row (ttl_batch_take_row), then run the
@@ -623,6 +680,11 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	int64		seen = 0;
+	int64		jumps = 0;
+	BlockNumber last_block = InvalidBlockNumber;
+	bool		sorted;
+	ItemPointerData *tids = NULL;
+	int			ntids = 0;
 	bool		stopped = false;
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -638,9 +700,16 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	}
 
 	slot = table_slot_create(b->rel, NULL);
+	/* rows in no key order: collect the entries, delete in heap order */
+	sorted = take.direct && t->scattered && !b->cutoff.recheck;
+	if (sorted)
+	{
+		ttl_skip_forget(t);
+		tids = palloc(sizeof(ItemPointerData) * take.limit);
+	}
 	scan = ttl_batch_begin_scan(b);
 	*have_last = false;
-	while (take.ntids < take.limit)
+	while ((sorted ? ntids : take.ntids) < take.limit)
 	{
 		bool		isnull;
 		Datum		key;
@@ -652,10 +721,18 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		if ((tid = index_getnext_tid(scan, ForwardScanDirection)) == NULL)
 			break;
 		seen++;
+		if (ItemPointerGetBlockNumber(tid) != last_block)
+			jumps++;
+		last_block = ItemPointerGetBlockNumber(tid);
 		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
 		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
 						 *have_last, *last_key);
 		*have_last = !isnull;
+		if (*have_last && !b->have_first && t->keybyval)
+		{
+			b->have_first = true;
+			b->first_key = key;
+		}
 		if (*have_last && t->keybyval)
 			*last_key = key;
 		else if (*have_last)
@@ -669,17 +746,22 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			MemoryContextSwitchTo(old);
 		}
 
-		if (index_fetch_heap(scan, slot))
-			dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
+		if (sorted)
+			tids[ntids++] = *tid;
 		else
 		{
-			/* no version visible to us: gone for good, or not yet there */
-			dead = !t->skip.tracking ||
-				ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
+			if (index_fetch_heap(scan, slot))
+				dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
+			else
+			{
+				/* no version visible to us: gone for good, or not yet there */
+				dead = !t->skip.tracking ||
+					ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
+			}
+			/* a row left in place, or deleted by a statement yet to run */
+			if (!dead && t->skip.tracking)
+				ttl_skip_stop(t);
 		}
-		/* a row left in place, or deleted by a statement yet to run */
-		if (!dead && t->skip.tracking)
-			ttl_skip_stop(t);
 
 		if (seen % TTL_CLOCK_EVERY == 0)
 		{
@@ -694,9 +776,22 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			}
 		}
 	}
-	if (take.ntids >= take.limit)
+	if (sorted && ntids >= take.limit)
 		stopped = true;
 	index_endscan(scan);
+
+	/*
+	 * Whether the next batches sort: when most entries in key order point
+	 * at another heap page than the entry before (a random expiry column),
+	 * visiting the rows in index order costs a page switch per row.
+	 */
+	if (seen >= TTL_MIN_BATCH_ROWS * 4)
+		t->scattered = jumps * 2 > seen;
+
+	if (sorted)
+		ttl_batch_take_sorted(b, slot, tids, ntids, now, &take, result);
+	if (take.ntids >= take.limit)
+		stopped = true;
 	ExecDropSingleTupleTableSlot(slot);
 
 	if (!take.direct)
@@ -731,8 +826,8 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 		outcome = TTL_BATCH_DONE;
 	if (have_last)
 		ttl_set_resume(pass, t, last_key);
-	if (outcome != TTL_BATCH_DONE)
-		return outcome;
+	if (outcome != TTL_BATCH_DONE || t->have_stop)
+		return outcome;			/* more to do, or the end of a slice */
 
 	/* everything below the cutoff was dead or deleted: the prefix ends here */
 	if (t->skip.tracking)
@@ -833,10 +928,168 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 								   ALLOCSET_SMALL_SIZES);
 	stopped = ttl_batch_scan(&b, result, keycxt, &have_last, &last_key);
 	outcome = ttl_batch_finish(&b, result, stopped, have_last, last_key);
+
+	/*
+	 * A third full batch in a pass: a backlog worth sharing with helpers
+	 * from here to the cutoff (the worker decides, helper.c).
+	 */
+	if (outcome == TTL_BATCH_MORE && have_last && t->keybyval && !t->parallel &&
+		!t->have_stop && pass->pass_batches >= 2 && result->deleted > 0)
+	{
+		pass->split = t;
+		pass->split_from = last_key;
+	}
 	ttl_batch_end(&b);
 	MemoryContextDelete(keycxt);
 	ttl_batch_adapt(&b, result, result->deleted + result->skipped_locked + result->left);
 	return outcome;
+}
+
+/* ----------
+ * Sharing a target with helpers (helper.c, parallel.c)
+ * ----------
+ */
+
+/*
+ * ttl_batch_commit_mode
+ *		In a batch's transaction, before it commits: whether its commit waits
+ *		for the WAL flush.  Deleting expired rows is idempotent: a batch
+ *		whose commit a crash loses is redone by the next pass, its rows
+ *		still expired.  So batches commit as with synchronous_commit = off
+ *		(ttl_index.synchronous_commit), unless the archive action (rows a
+ *		reader may have copied elsewhere would be archived twice) or
+ *		synchronous standbys (the server promises that a commit survives a
+ *		failover) ask for the wait.
+ */
+void
+ttl_batch_commit_mode(TtlPolicy *policy)
+{
+	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
+		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
+		return;
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * ttl_pass_take_slice
+ *		The worker takes the next free slice of the target it shares with
+ *		helpers.  Returns false when every free slice is taken by a helper.
+ *		When every slice is done, the job ends: the helpers' rows join the
+ *		pass, and the target resumes at the end of the job's range (the next
+ *		batch finds nothing left there and reads the next expiry).
+ */
+static bool
+ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
+{
+	Datum		lo;
+	Datum		hi;
+	Datum		from;
+	int64		left;
+	int			i = ttl_parallel_claim(&lo, &hi, &from);
+
+	if (i >= 0)
+	{
+		t->slice = i;
+		t->have_stop = true;
+		t->stop_key = hi;
+		ttl_set_resume(pass, t, from);
+		return true;
+	}
+	if (i == TTL_CLAIM_BUSY)
+		return false;
+	pass->pass_rows += ttl_parallel_end(pass->job_id, &left);
+	pass->pass_left += left;
+	pass->job_id = 0;
+	t->parallel = false;
+	ttl_set_resume(pass, t, t->job_end);
+	return true;
+}
+
+/*
+ * ttl_pass_set_parallel
+ *		Job job_id is posted for target t, up to job_end: its batches take
+ *		slices from now on.  The known-dead prefix is not kept across a
+ *		shared drain (the slices end out of order): the next pass records it
+ *		anew.
+ */
+void
+ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id, Datum job_end)
+{
+	t->parallel = true;
+	t->job_end = job_end;
+	t->have_stop = false;
+	pass->job_id = job_id;
+	ttl_skip_forget(t);
+}
+
+/*
+ * ttl_pass_for_helper
+ *		A helper's pass: its lead's, on the one target they share, with a
+ *		held set of its own.
+ */
+TtlPass *
+ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
+{
+	TtlPass    *pass = ttl_pass_begin(policy, NULL, ttl_held_create(parent),
+									  info->pass_now, 0, parent);
+	TtlTarget  *t = ttl_target_create(info->relid, info->only, pass->cxt);
+
+	/* shared keys are by value (parallel.c); resolving says the same */
+	t->keybyval = true;
+	t->keylen = sizeof(Datum);
+	t->parallel = true;
+	pass->targets = list_make1(t);
+	pass->listed = true;
+	pass->drops_done = true;
+	return pass;
+}
+
+/*
+ * ttl_pass_set_slice
+ *		A helper's next slice: from `from` up to `stop`.
+ */
+void
+ttl_pass_set_slice(TtlPass *pass, int slice, Datum stop, Datum from)
+{
+	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
+
+	t->slice = slice;
+	t->have_stop = true;
+	t->stop_key = stop;
+	ttl_set_resume(pass, t, from);
+}
+
+/*
+ * ttl_pass_slice_resume
+ *		Where the helper's slice resumes after its last batch.
+ */
+bool
+ttl_pass_slice_resume(TtlPass *pass, Datum *key)
+{
+	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
+
+	*key = t->resume_key;
+	return t->have_resume;
+}
+
+/*
+ * ttl_purge_slice
+ *		One batch of a helper in its slice: TTL_BATCH_MORE, or
+ *		TTL_BATCH_DONE at the slice's end, or why it cannot go on.  Must be
+ *		called inside a transaction.
+ */
+TtlBatchOutcome
+ttl_purge_slice(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
+{
+	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
+
+	memset(result, 0, sizeof(TtlBatchResult));
+	PreventCommandIfReadOnly("DELETE");
+	result->outcome = ttl_purge_target(policy, pass, t, result);
+	pass->pass_rows += result->deleted;
+	pass->pass_batches++;
+	return result->outcome;
 }
 
 /*
@@ -897,7 +1150,34 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			break;
 		}
 		t = (TtlTarget *) list_nth(pass->targets, pass->current);
+		if (t->parallel && !t->have_stop && !ttl_pass_take_slice(pass, t))
+		{
+			/* every free slice is taken: the worker waits for its helpers */
+			pass->waiting_helpers = true;
+			result->outcome = TTL_BATCH_MORE;
+			break;
+		}
 		outcome = ttl_purge_target(policy, pass, t, result);
+		if (t->have_stop)
+		{
+			/* the end of the slice in hand, or it cannot go on */
+			if (outcome != TTL_BATCH_MORE)
+			{
+				ttl_parallel_release(t->slice, outcome == TTL_BATCH_DONE);
+				t->have_stop = false;
+			}
+			if (outcome == TTL_BATCH_DONE)
+				outcome = TTL_BATCH_MORE;	/* the next slice, next batch */
+			else if (outcome != TTL_BATCH_MORE)
+			{
+				/* locked, gone, without index: the helpers too; end it */
+				int64		left;
+
+				(void) ttl_parallel_end(pass->job_id, &left);
+				pass->job_id = 0;
+				t->parallel = false;
+			}
+		}
 		if (outcome == TTL_BATCH_MORE)
 		{
 			result->outcome = TTL_BATCH_MORE;

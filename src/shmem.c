@@ -294,6 +294,38 @@ ttl_shmem_launcher_detach(void)
 	LWLockRelease(SlotsLock);
 }
 
+/*
+ * ttl_shmem_max_workers
+ *		How many ttl_index processes (workers and their helpers) may run at
+ *		once: ttl_index.max_workers, and never more than
+ *		max_worker_processes leaves after the launcher and
+ *		ttl_index.free_worker_slots.
+ */
+int
+ttl_shmem_max_workers(void)
+{
+	int			room = max_worker_processes - 1 - ttl_free_worker_slots;
+
+	return Max(1, Min(ttl_max_workers, room));
+}
+
+/*
+ * ttl_shmem_helpers_of
+ *		The helpers a slot's worker runs or has asked for.  Caller holds the
+ *		slots lock.
+ */
+int
+ttl_shmem_helpers_of(TtlDbSlot *slot)
+{
+	int			n = slot->job.reserved;
+
+	Assert(LWLockHeldByMe(SlotsLock));
+	for (int i = 0; i < TTL_MAX_HELPERS; i++)
+		if (slot->job.helpers[i] != 0)
+			n++;
+	return n;
+}
+
 /* ----------
  * Settings
  * ----------
@@ -382,6 +414,9 @@ ttl_slot_attach(Oid dboid)
 		slot->pid = MyProcPid;
 		slot->latch = MyLatch;
 		slot->turn_over = false;
+		/* helpers of a worker before this one stop (parallel.c) */
+		slot->job.active = false;
+		slot->job.reserved = 0;
 		memset(&slot->progress, 0, sizeof(TtlProgress));
 		strlcpy(slot->progress.phase, "starting", TTL_PHASE_LEN);
 		slot->progress.phase_since = now;
@@ -618,15 +653,16 @@ ttl_shmem_wake_database(Oid dboid)
 }
 
 /*
- * ttl_shmem_evict_database
- *		Keep the worker of a database out until `until` (or until released)
- *		and return the pid of the one running now, 0 if none.
+ * ttl_shmem_block_database
+ *		Keep the worker of a database (and its helpers) out until `until`
+ *		(or until released), and fill pids with those running now (at most
+ *		1 + TTL_MAX_HELPERS).  Returns how many.
  */
-pid_t
-ttl_shmem_block_database(Oid dboid, TimestampTz until)
+int
+ttl_shmem_block_database(Oid dboid, TimestampTz until, pid_t *pids)
 {
 	TtlDbSlot  *slot;
-	pid_t		pid = 0;
+	int			n = 0;
 
 	if (Shared == NULL)
 		return 0;
@@ -635,15 +671,20 @@ ttl_shmem_block_database(Oid dboid, TimestampTz until)
 	if (slot != NULL)
 	{
 		slot->blocked_until = until;
-		pid = slot->pid;
+		if (slot->pid != 0)
+			pids[n++] = slot->pid;
+		for (int i = 0; i < TTL_MAX_HELPERS; i++)
+			if (slot->job.helpers[i] != 0)
+				pids[n++] = slot->job.helpers[i];
 	}
 	LWLockRelease(SlotsLock);
-	return pid;
+	return n;
 }
 
 /*
  * ttl_shmem_database_pid
- *		The pid of the worker attached to a database's slot, 0 if none.
+ *		The pid of a process attached to a database's slot (its worker, else
+ *		a helper), 0 if none.
  */
 pid_t
 ttl_shmem_database_pid(Oid dboid)
@@ -656,7 +697,11 @@ ttl_shmem_database_pid(Oid dboid)
 	LWLockAcquire(SlotsLock, LW_SHARED);
 	slot = ttl_shmem_slot_find(dboid);
 	if (slot != NULL)
+	{
 		pid = slot->pid;
+		for (int i = 0; pid == 0 && i < TTL_MAX_HELPERS; i++)
+			pid = slot->job.helpers[i];
+	}
 	LWLockRelease(SlotsLock);
 	return pid;
 }

@@ -3,7 +3,8 @@
  * shmem.h
  *	  The shapes of the shared areas, for the files that handle them
  *	  directly: shmem.c, which creates them; launcher.c, which runs the
- *	  database slots; stats.c, which owns the stats hash's entries.  Every
+ *	  database slots; parallel.c, which runs the helpers' share of a slot;
+ *	  stats.c, which owns the stats hash's entries.  Every
  *	  other file goes through the accessors declared in ttl_index.h.
  *
  * Locking: see shmem.c.
@@ -18,6 +19,41 @@
 #include "ttl_index.h"
 
 /*
+ * A database's large backlog shared with helper processes (parallel.c):
+ * the key range of one target cut into slices, each taken by one process
+ * at a time.  Under the slots lock; written by the database's worker (the
+ * lead: post, finish, cancel) and by the helpers (attach, claim, progress,
+ * give back, detach).
+ */
+
+typedef enum TtlSliceState
+{
+	TTL_SLICE_FREE = 0,
+	TTL_SLICE_TAKEN,
+	TTL_SLICE_DONE
+} TtlSliceState;
+
+typedef struct TtlJob
+{
+	uint32		id;				/* bumped at each post */
+	bool		active;			/* posted, not yet finished or cancelled */
+	int32		policy_id;
+	Oid			relid;			/* the target */
+	bool		only;
+	TimestampTz pass_now;		/* the lead's pass: the same cutoff */
+	int			nslices;
+	Datum		bounds[TTL_MAX_SLICES + 1]; /* by-value keys */
+	uint8		state[TTL_MAX_SLICES];
+	bool		has_resume[TTL_MAX_SLICES];
+	Datum		resume[TTL_MAX_SLICES]; /* committed progress in the slice */
+	pid_t		taken_by[TTL_MAX_SLICES];
+	int			reserved;		/* helpers registered, not yet attached */
+	pid_t		helpers[TTL_MAX_HELPERS];	/* attached, 0 = free */
+	int64		helper_rows;	/* deleted by the helpers, committed */
+	int64		helper_left;	/* expired rows they left in place */
+} TtlJob;
+
+/*
  * One database the launcher keeps track of.  Each field has one writer
  * except where noted:
  *	launcher: dboid, datname, worker_running, last_start, failures,
@@ -25,6 +61,7 @@
  *	worker:   pid, latch, has_extension, progress, replica_holds,
  *			  replica_hold_ms
  *	backends: probe, generation, blocked_until
+ *	worker and helpers: job (parallel.c)
  */
 typedef struct TtlDbSlot
 {
@@ -46,6 +83,7 @@ typedef struct TtlDbSlot
 	TtlProgress progress;		/* what the worker is doing now */
 	int64		replica_holds;	/* times a worker held for replicas */
 	int64		replica_hold_ms;	/* and for how long in all */
+	TtlJob		job;			/* helpers on a backlog (parallel.c) */
 } TtlDbSlot;
 
 /*
@@ -75,5 +113,7 @@ extern int	ttl_shmem_nslots(void);
 extern TtlDbSlot *ttl_shmem_slot(int i);
 extern TtlDbSlot *ttl_shmem_slot_find(Oid dboid);
 extern void ttl_shmem_launcher_detach(void);
+extern int	ttl_shmem_max_workers(void);
+extern int	ttl_shmem_helpers_of(TtlDbSlot *slot);
 
 #endif							/* TTL_SHMEM_H */

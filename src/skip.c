@@ -62,7 +62,6 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-static void ttl_skip_forget(TtlTarget *t);
 static bool ttl_skip_settle(TtlTarget *t);
 static void ttl_skip_set_edge(TtlTarget *t, Datum key);
 
@@ -122,7 +121,7 @@ ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
  * ttl_skip_forget
  *		No prefix, and no tracking.
  */
-static void
+void
 ttl_skip_forget(TtlTarget *t)
 {
 	TtlSkip    *s = &t->skip;

@@ -30,7 +30,7 @@ TTL_MODULE_MAGIC;
 void		_PG_init(void);
 
 bool		ttl_enabled = true;
-bool		ttl_synchronous_commit = true;
+bool		ttl_synchronous_commit = false;
 bool		ttl_replication_origin = true;
 int			ttl_max_standby_lag = 1024;
 int			ttl_max_slot_lag = 4096;
@@ -51,6 +51,7 @@ int			ttl_log_min_duration = 10000;
 int			ttl_rate_limit = 0;
 int			ttl_busy_share = 5;
 int			ttl_worker_nice = 19;
+int			ttl_max_parallel_workers = 1;
 
 bool		ttl_preloaded = false;
 
@@ -116,9 +117,16 @@ _PG_init(void)
 							 "When off, batches commit as with synchronous_commit = off: faster, but a crash can undo "
 							 "the batches of its last moments (never part of one); their rows, still expired, are "
 							 "deleted again after the restart.",
-							 &ttl_synchronous_commit, true,
+							 &ttl_synchronous_commit, false,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.max_parallel_workers",
+							"Most helper processes a database's worker starts to share one large backlog.",
+							"Helpers count against ttl_index.max_workers and start only while no database waits for a worker; 0 turns them off.",
+							&ttl_max_parallel_workers, 1, 0, TTL_MAX_HELPERS,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("ttl_index.batch_size",
 							"Most rows deleted in one batch (one transaction), unless the policy sets its own.",

@@ -87,6 +87,7 @@ extern int	ttl_log_min_duration;	/* ms, -1 = off */
 extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */
 extern int	ttl_busy_share;			/* %, 100 = never yield */
 extern int	ttl_worker_nice;		/* 0..19, workers' CPU priority */
+extern int	ttl_max_parallel_workers;	/* helpers per database's worker */
 
 /* true when loaded through shared_preload_libraries (shared memory exists) */
 extern bool ttl_preloaded;
@@ -148,6 +149,7 @@ typedef struct TtlOwnerSave
 extern Oid	ttl_table_owner(Oid relid);
 extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
 extern void ttl_owner_leave(TtlOwnerSave *save);
+extern void ttl_pin_process_settings(const char *application_name);
 extern int	ttl_parse_env_enter(void);
 extern void ttl_parse_env_leave(int nestlevel);
 extern const char *ttl_server_setting(const char *name);
@@ -180,6 +182,7 @@ extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
 extern bool ttl_key_is_local(Oid typid, int64 unit_ns);
 extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now,
 							   int64 expire_after, TtlCutoff *cutoff);
+extern int	ttl_key_split(Oid typid, Datum lo, Datum hi, int n, Datum *bounds);
 extern bool ttl_key_expired(Oid typid, int64 unit_ns, Datum key,
 							const TtlCutoff *cutoff);
 extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key,
@@ -248,6 +251,8 @@ typedef struct TtlTarget
 	char	   *filter_sql;		/* the filter as SQL, or NULL */
 	TtlPlan    *plan;			/* executor path, made on first use */
 	TtlSkip		skip;			/* kept from pass to pass, like the above */
+	bool		scattered;		/* its rows lie on the heap in no key
+								 * order: batches sort before deleting */
 
 	/* progress of the current pass on this table */
 	uint32		writes_at_start;	/* its write counter (writes.c) */
@@ -256,6 +261,12 @@ typedef struct TtlTarget
 	Datum		resume_key;		/* by-reference keys live in cxt's parent */
 	List	   *retry;			/* of TtlTidGroup: rows of a failed batch,
 								 * retried in parts */
+	/* shared with helpers (parallel.c): the pass takes slices of it */
+	bool		parallel;
+	Datum		job_end;		/* the end of the job's range */
+	bool		have_stop;		/* a slice in hand: scan below stop_key */
+	Datum		stop_key;
+	int			slice;
 } TtlTarget;
 
 /* rows of a failed statement, to be retried (purge.c) */
@@ -301,6 +312,7 @@ extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
  */
 extern bool ttl_skip_start(TtlTarget *t, Relation irel, Datum *from);
 extern void ttl_skip_resume(TtlTarget *t);
+extern void ttl_skip_forget(TtlTarget *t);
 extern void ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
 							 bool have_prev, Datum prev_key);
 extern void ttl_skip_stop(TtlTarget *t);
@@ -360,11 +372,28 @@ typedef struct TtlPass
 	TimestampTz next_expiry;	/* earliest next expiry seen, 0 = none */
 	bool		next_expiry_unknown;	/* a look gave up (filter) */
 	TtlHeld    *held;			/* the policy's held rows (not owned) */
+	/* helpers (helper.c): a target worth sharing, and the job posted */
+	TtlTarget  *split;
+	Datum		split_from;		/* from this key on */
+	uint32		job_id;			/* 0: none active */
+	TransactionId xid_at_start; /* the next XID when the pass began */
+	bool		waiting_helpers;	/* every free slice is taken */
 	/* the row being looked at, for an error raised by user code */
 	Oid			failing_relid;
 	ItemPointerData failing_tid;
 	TransactionId failing_xmin;
 } TtlPass;
+
+/* what a helper needs to run its lead's pass (parallel.c) */
+typedef struct TtlJobInfo
+{
+	Oid			dboid;
+	int32		policy_id;
+	Oid			relid;
+	bool		only;
+	TimestampTz pass_now;
+	int			helper_index;	/* this helper's place among its worker's */
+} TtlJobInfo;
 
 typedef struct TtlBatchResult
 {
@@ -387,6 +416,15 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   TtlHeld *held, TimestampTz now,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
+extern void ttl_batch_commit_mode(TtlPolicy *policy);
+extern void ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id,
+								  Datum job_end);
+extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
+									MemoryContext parent);
+extern void ttl_pass_set_slice(TtlPass *pass, int slice, Datum stop, Datum from);
+extern bool ttl_pass_slice_resume(TtlPass *pass, Datum *key);
+extern TtlBatchOutcome ttl_purge_slice(TtlPolicy *policy, TtlPass *pass,
+									   TtlBatchResult *result);
 extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
 							TtlBatchResult *result);
 extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
@@ -398,7 +436,8 @@ extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
  * The replication origin of the worker's changes (origin.c)
  * ----------
  */
-extern void ttl_origin_batch_begin(TtlPolicy *policy);
+extern bool ttl_origin_batch_begin(TtlPolicy *policy);
+extern void ttl_origin_for_helper(int k);
 extern void ttl_origin_batch_end(void);
 extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
@@ -562,7 +601,12 @@ extern void ttl_slot_batch_end(TtlPass *pass);
 
 /* backends */
 extern void ttl_shmem_wake_database(Oid dboid);
-extern pid_t ttl_shmem_block_database(Oid dboid, TimestampTz until);
+/* helpers one worker may run at once (ttl_index.max_parallel_workers) */
+#define TTL_MAX_HELPERS		8
+/* slices a shared backlog is cut into, at most (parallel.c) */
+#define TTL_MAX_SLICES		32
+
+extern int	ttl_shmem_block_database(Oid dboid, TimestampTz until, pid_t *pids);
 extern pid_t ttl_shmem_database_pid(Oid dboid);
 extern void ttl_shmem_unblock_database(Oid dboid);
 extern List *ttl_shmem_progress_list(void);
@@ -641,6 +685,7 @@ extern bool ttl_yield_renice(void);
 extern void ttl_yield_own_xid(void);
 extern void ttl_yield_restart(void);
 extern bool ttl_yield_busy(void);
+extern bool ttl_yield_writing(void);
 extern long ttl_yield_pause_ms(int64 batch_us);
 
 /* ----------
@@ -648,5 +693,27 @@ extern long ttl_yield_pause_ms(int64 batch_us);
  * ----------
  */
 extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
+
+/* ----------
+ * Helpers of a worker on a large backlog (helper.c; shared part parallel.c)
+ * ----------
+ */
+#define TTL_CLAIM_BUSY		(-1)
+#define TTL_CLAIM_OVER		(-2)
+
+extern int	ttl_parallel_post(int32 policy_id, Oid relid, bool only,
+							  TimestampTz pass_now, const Datum *bounds,
+							  int nslices, int want, int *slotno, uint32 *job_id);
+extern void ttl_parallel_unreserve(void);
+extern int	ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from);
+extern void ttl_parallel_progress(int i, bool have_key, Datum key, int64 rows,
+								  int64 left);
+extern void ttl_parallel_release(int i, bool done);
+extern int64 ttl_parallel_end(uint32 job_id, int64 *left);
+extern bool ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info);
+extern bool ttl_parallel_must_stop(void);
+
+extern void ttl_helpers_start(TtlPolicy *policy, TtlPass *pass);
+extern PGDLLEXPORT void ttl_helper_main(Datum main_arg);
 
 #endif							/* TTL_INDEX_H */

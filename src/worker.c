@@ -124,6 +124,8 @@ static double ttl_worker_rate(void);
 static bool ttl_worker_hold_for_replicas(void);
 static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
 static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
+static bool ttl_worker_nap(const char *phase, long ms);
+static void ttl_worker_entry_free(TtlSchedEntry *e);
 
 static List *Schedule = NIL;	/* of TtlSchedEntry, in TopMemoryContext */
 static bool Loaded = false;
@@ -139,6 +141,19 @@ static TimestampTz LoadedAt = 0;
  */
 static double RateTokens = 0;
 static TimestampTz RateRefilledAt = 0;
+
+/*
+ * ttl_worker_entry_free
+ *		Drop a schedule entry: its passes end (helpers on their backlog
+ *		stop), its memory goes.
+ */
+static void
+ttl_worker_entry_free(TtlSchedEntry *e)
+{
+	ttl_pass_end(e->pass);
+	ttl_pass_end(e->last_pass);
+	MemoryContextDelete(e->cxt);
+}
 
 /*
  * ttl_worker_entry_new
@@ -231,7 +246,7 @@ ttl_worker_reload(void)
 				e->rate_refilled_at = old->rate_refilled_at;
 				e->rate_ready_at = old->rate_ready_at;
 				e->row_limit = old->row_limit;
-				MemoryContextDelete(old->cxt);
+				ttl_worker_entry_free(old);
 			}
 			lfirst(lc2) = NULL;
 			break;
@@ -260,7 +275,7 @@ ttl_worker_reload(void)
 		TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc);
 
 		if (old != NULL)
-			MemoryContextDelete(old->cxt);
+			ttl_worker_entry_free(old);
 	}
 	list_free(Schedule);
 	Schedule = schedule;
@@ -473,9 +488,9 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_origin_batch_begin(&e->policy);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (!ttl_synchronous_commit)
-		(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
-								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	ttl_batch_commit_mode(&e->policy);
+	pass->split = NULL;
+	pass->waiting_helpers = false;
 	PG_TRY();
 	{
 		char	   *name = ttl_qualified_relname(e->policy.relid);
@@ -523,6 +538,13 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	now = GetCurrentTimestamp();
 	if (result.outcome != TTL_BATCH_MORE)
 		ttl_worker_pass_done(e, &result, relname, now);
+	else if (pass->split != NULL)
+		ttl_helpers_start(&e->policy, pass);
+	else if (pass->waiting_helpers)
+	{
+		/* the helpers hold the last slices: wait for one to end */
+		(void) ttl_worker_nap("waiting for helpers", 100);
+	}
 }
 
 /*
@@ -953,25 +975,7 @@ ttl_worker_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
-	/*
-	 * Pinned settings, as autovacuum does: whatever ALTER DATABASE or ALTER
-	 * ROLE says, the worker's own work runs with these.  (Batches run with
-	 * the table owner's settings, and pin again what they rely on: see
-	 * owner.c.)
-	 */
-	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_isolation", "read committed",
-					PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("default_transaction_deferrable", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("row_security", "on", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("application_name", "ttl_index worker", PGC_SUSET, PGC_S_OVERRIDE);
-	/* live table counters for ttl_worker_admit, never a cached snapshot */
-	SetConfigOption("stats_fetch_consistency", "none", PGC_SUSET, PGC_S_OVERRIDE);
+	ttl_pin_process_settings("ttl_index worker");
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
 	ttl_yield_start();

@@ -279,6 +279,20 @@ ttl_yield_busy(void)
 }
 
 /*
+ * ttl_yield_writing
+ *		Whether other sessions are writing, as ttl_yield_busy sees it, but
+ *		without the doubt of the look after a start or a sleep: for helpers
+ *		(helper.c), which leave when the application writes and must not
+ *		leave because they just started.
+ */
+bool
+ttl_yield_writing(void)
+{
+	(void) ttl_yield_busy();
+	return WasBusy;
+}
+
+/*
  * ttl_yield_pause_ms
  *		How long to pause after a batch that took batch_us microseconds, so
  *		that batches fill ttl_index.busy_share percent of the time; 0 when

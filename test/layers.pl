@@ -15,10 +15,10 @@ my $src = shift // 'src';
 my @floors = (
 	[qw(ttl_index.c)],
 	[qw(api.c views.c runner.c)],
-	[qw(launcher.c worker.c hooks.c)],
+	[qw(launcher.c worker.c helper.c hooks.c)],
 	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c)],
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c)],
-	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c)],
+	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
 );
 my %floor;
 for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }

@@ -47,6 +47,23 @@ SELECT coalesce(string_agg(substring(data FROM 'id\\[integer\\]:([0-9]+)'), ',' 
  WHERE data LIKE 'table public.$table: DELETE:%'});
 }
 
+# decoded_is(table, only_local, expected, name): decoding reads the WAL up
+# to its flush, and the worker commits its batches without waiting for it
+# (ttl_index.synchronous_commit = off): the WAL writer flushes them within
+# moments, so wait for them
+sub decoded_is
+{
+	my ($table, $only_local, $expected, $name) = @_;
+	my $deadline = time() + 10;
+	my $got = decoded($table, $only_local);
+	while ($got ne $expected && time() < $deadline)
+	{
+		sleep(0.1);
+		$got = decoded($table, $only_local);
+	}
+	return is($got, $expected, $name);
+}
+
 # each case: a table with five expired rows, the application deletes the
 # first, the worker the others
 sub case
@@ -63,15 +80,15 @@ SELECT ttl_create_index('$table', 'ts', 3600$options);
 }
 
 case('marked', '');
-is(decoded('marked', 0), '1,2,3,4,5', 'decoding sees every delete');
-is(decoded('marked', 1), '1', "with only-local, the worker's deletes are skipped");
+decoded_is('marked', 0, '1,2,3,4,5', 'decoding sees every delete');
+decoded_is('marked', 1, '1', "with only-local, the worker's deletes are skipped");
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_replication_origin WHERE roname = 'ttl_index_' || "
 	. "(SELECT oid FROM pg_database WHERE datname = 'postgres')"), '1',
 	'under the origin ttl_index_<database oid>, created when first needed');
 
 case('unmarked', ', replication_origin => false');
-is(decoded('unmarked', 1), '1,2,3,4,5',
+decoded_is('unmarked', 1, '1,2,3,4,5',
 	'a policy with replication_origin => false leaves its deletes unmarked');
 is($node->safe_psql('postgres',
 	"SELECT replication_origin FROM ttl_index_stats WHERE table_name = 'unmarked'::regclass"),
@@ -80,10 +97,11 @@ is($node->safe_psql('postgres',
 $node->append_conf('postgresql.conf', "ttl_index.replication_origin = off\n");
 $node->reload;
 case('setting_off', '');
-is(decoded('setting_off', 1), '1,2,3,4,5',
+decoded_is('setting_off', 1, '1,2,3,4,5',
 	'ttl_index.replication_origin = off leaves them unmarked');
 case('forced', ', replication_origin => true');
-is(decoded('forced', 1), '1',
+decoded_is('forced', 0, '1,2,3,4,5', 'decoding sees every delete of the forced case');
+decoded_is('forced', 1, '1',
 	'a policy with replication_origin => true marks them whatever the setting says');
 
 # ttl_runner() never marks, whatever the policy says: its deletes are the
@@ -97,7 +115,7 @@ INSERT INTO by_runner SELECT g, now() - interval '2 hours' FROM generate_series(
 SELECT ttl_runner();
 });
 is($node->safe_psql('postgres', 'SELECT count(*) FROM by_runner'), '0', 'ttl_runner() purges');
-is(decoded('by_runner', 1), '1,2,3', "ttl_runner()'s deletes are not marked");
+decoded_is('by_runner', 1, '1,2,3', "ttl_runner()'s deletes are not marked");
 $node->safe_psql('postgres', "SELECT pg_drop_replication_slot('s')");
 $node->stop;
 

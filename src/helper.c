@@ -1,0 +1,319 @@
+/*-------------------------------------------------------------------------
+ *
+ * helper.c
+ *	  Helpers: background workers that a database's worker starts to drain
+ *	  one large backlog with it, each taking slices of the key range
+ *	  (parallel.c) and deleting in batches of its own.
+ *
+ * When.  A pass whose third full batch still stops short of the cutoff on
+ * a target (purge.c) offers it; the worker starts up to
+ * ttl_index.max_parallel_workers helpers when:
+ *	- the key can be cut (timestamps, dates, integer and float8 epochs);
+ *	- no rate limit applies (ttl_index.rate_limit, the policy's): one
+ *	  process keeps to it more simply than several;
+ *	- the application is not writing (yield.c): helpers are for an idle
+ *	  server's backlog;
+ *	- the oldest snapshot on the server is not older than the pass: when one
+ *	  is, the deleted rows' index entries stay until it ends, and the
+ *	  worker's record of them (skip.c), which a shared drain does not keep,
+ *	  is what keeps later passes cheap;
+ *	- the workers' capacity has room and no database waits (parallel.c).
+ *
+ * A helper stops, giving its slice back to the worker, as soon as any of
+ * those no longer holds, a replica falls behind (replicas.c), a batch fails
+ * (the worker, which isolates rows that fail, retries that slice), or its
+ * worker's job ends.  It never restarts; the worker may start helpers again
+ * on a later backlog.
+ *
+ * A helper's changes carry a replication origin of its own when the
+ * worker's would carry one (origin.c); a helper that cannot get one leaves.
+ *
+ * A helper connects as the bootstrap superuser with the worker's pinned
+ * settings, and runs every batch as the table owner, as the worker does
+ * (purge.c, owner.c).  Its rows are counted in the policy's statistics
+ * after each commit, and in the worker's pass when the job ends.
+ *
+ * Memory: the helper's policy and pass live in one context for its life;
+ * a batch's allocations go with its transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "ttl_index.h"
+
+/* slices per process sharing a backlog */
+#define TTL_SLICES_PER_PROCESS	4
+
+/*
+ * ttl_helpers_wanted
+ *		Whether helpers may share this policy's backlog now (see the top of
+ *		the file), short of the capacity, which ttl_parallel_post checks.
+ */
+static bool
+ttl_helpers_wanted(TtlPolicy *policy, TtlPass *pass)
+{
+	TransactionId horizon;
+
+	if (ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0 ||
+		policy->rate_limit > 0 || ttl_yield_writing())
+		return false;
+	horizon = GetOldestNonRemovableTransactionId(NULL);
+	return !TransactionIdIsValid(horizon) ||
+		!TransactionIdPrecedes(horizon, pass->xid_at_start);
+}
+
+/*
+ * ttl_helpers_start
+ *		After a batch of the worker's, outside a transaction: the pass has
+ *		offered a target (pass->split) from split_from on.  Post a job over
+ *		its range up to the cutoff and start its helpers, or do nothing.
+ */
+void
+ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
+{
+	TtlTarget  *t = pass->split;
+	TtlCutoff	cutoff;
+	Datum		bounds[TTL_MAX_SLICES + 1];
+	int			nslices;
+	int			want = Min(ttl_max_parallel_workers, TTL_MAX_HELPERS);
+	int			n;
+	int			slotno = -1;
+	uint32		job_id = 0;
+
+	pass->split = NULL;
+	if (t == NULL || t->parallel || !ttl_helpers_wanted(policy, pass))
+		return;
+
+	ttl_cutoff_compute(t->keytype, policy->unit_ns, pass->now,
+					   policy->expire_after, &cutoff);
+	nslices = ttl_key_split(t->keytype, pass->split_from, cutoff.bound,
+							Min(TTL_MAX_SLICES, TTL_SLICES_PER_PROCESS * (want + 1)),
+							bounds);
+	if (nslices < 2)
+		return;
+	n = ttl_parallel_post(policy->id, t->relid, t->only, pass->now, bounds,
+						  nslices, want, &slotno, &job_id);
+	if (n <= 0)
+		return;
+	ttl_pass_set_parallel(pass, t, job_id, cutoff.bound);
+
+	for (int i = 0; i < n; i++)
+	{
+		BackgroundWorker bgw;
+
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "ttl_index");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "ttl_helper_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "ttl_index helper");
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "ttl_index helper");
+		bgw.bgw_main_arg = Int32GetDatum(slotno);
+		memcpy(bgw.bgw_extra, &job_id, sizeof(job_id));
+		if (!RegisterDynamicBackgroundWorker(&bgw, NULL))
+		{
+			/* no background worker slot: the others share it */
+			ttl_parallel_unreserve();
+		}
+	}
+	ereport(DEBUG1,
+			(errmsg("ttl_index: %d helper(s) share the backlog of policy %d in %d slices",
+					n, policy->id, nslices)));
+}
+
+/*
+ * ttl_helper_load
+ *		The policy of the job, read in a transaction of its own; false when
+ *		it is gone or paused.
+ */
+static bool
+ttl_helper_load(int32 policy_id, TtlPolicy *policy, MemoryContext cxt)
+{
+	List	   *policies;
+	ListCell   *lc;
+	bool		found = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	policies = ttl_load_policies(cxt);
+	foreach(lc, policies)
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+
+		if (p->id == policy_id && p->enabled)
+		{
+			*policy = *p;
+			found = true;
+		}
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return found;
+}
+
+/*
+ * ttl_helper_must_stop
+ *		Between batches: whether the helper should give its slice back and
+ *		leave (see the top of the file).
+ */
+static bool
+ttl_helper_must_stop(TtlPolicy *policy)
+{
+	const char *phase;
+
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	return ttl_parallel_must_stop() || !ttl_enabled ||
+		ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0 ||
+		ttl_yield_writing() || ttl_replicas_hold(&phase);
+}
+
+/*
+ * ttl_helper_batch
+ *		One batch of the helper in its slice, in its own transaction.
+ *		Returns the outcome, or -1 when the batch failed (logged; the
+ *		worker retries the slice).
+ */
+static int
+ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			outcome;
+
+	/* marked as the worker's would be, or not at all (origin.c) */
+	if (!ttl_origin_batch_begin(policy))
+	{
+		ttl_origin_batch_end();
+		return -1;
+	}
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	ttl_batch_commit_mode(policy);
+	PG_TRY();
+	{
+		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
+		outcome = ttl_purge_slice(policy, pass, result);
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG,
+				(errmsg("ttl_index helper: a batch of policy %d failed; the worker takes its rows over",
+						policy->id),
+				 errdetail("%s", edata->message)));
+		FreeErrorData(edata);
+		outcome = -1;
+	}
+	PG_END_TRY();
+	ttl_origin_batch_end();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return outcome;
+}
+
+/*
+ * ttl_helper_main
+ *		Entry point of a helper: main_arg is the database's slot, bgw_extra
+ *		the job it was started for.
+ */
+void
+ttl_helper_main(Datum main_arg)
+{
+	int			slotno = DatumGetInt32(main_arg);
+	uint32		job_id;
+	TtlJobInfo	info;
+	TtlPolicy	policy;
+	TtlPass    *pass;
+	MemoryContext cxt;
+
+	memcpy(&job_id, MyBgworkerEntry->bgw_extra, sizeof(job_id));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	/* the job may be over already: then never connect */
+	if (!ttl_parallel_attach(slotno, job_id, &info))
+		proc_exit(0);
+	BackgroundWorkerInitializeConnectionByOid(info.dboid, InvalidOid, 0);
+	ttl_pin_process_settings("ttl_index helper");
+	ttl_origin_for_helper(info.helper_index);
+	ttl_yield_start();
+	ttl_targets_init();
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "ttl_index helper",
+								ALLOCSET_DEFAULT_SIZES);
+	if (!ttl_helper_load(info.policy_id, &policy, cxt))
+		proc_exit(0);
+	pass = ttl_pass_for_helper(&policy, &info, cxt);
+
+	for (;;)
+	{
+		Datum		lo;
+		Datum		hi;
+		Datum		from;
+		int			slice;
+
+		if (ttl_helper_must_stop(&policy))
+			break;
+		slice = ttl_parallel_claim(&lo, &hi, &from);
+		if (slice < 0)
+			break;				/* nothing left for a helper */
+		ttl_pass_set_slice(pass, slice, hi, from);
+		for (;;)
+		{
+			TtlBatchResult result;
+			int			outcome;
+			Datum		key;
+			bool		have_key;
+
+			if (ttl_helper_must_stop(&policy))
+			{
+				ttl_parallel_release(slice, false);
+				proc_exit(0);
+			}
+			outcome = ttl_helper_batch(&policy, pass, &result);
+			if (outcome < 0)
+			{
+				ttl_parallel_release(slice, false);
+				proc_exit(0);
+			}
+			pgstat_report_stat(false);
+			ttl_stats_count_batch(MyDatabaseId, &policy, &result);
+			have_key = ttl_pass_slice_resume(pass, &key);
+			ttl_parallel_progress(slice, have_key, key, result.deleted, result.left);
+			if (outcome == TTL_BATCH_MORE)
+				continue;
+			/* the slice's end; anything else is the worker's to handle */
+			ttl_parallel_release(slice, outcome == TTL_BATCH_DONE);
+			if (outcome != TTL_BATCH_DONE)
+				proc_exit(0);
+			break;
+		}
+	}
+	proc_exit(0);
+}

@@ -1,0 +1,355 @@
+/*-------------------------------------------------------------------------
+ *
+ * parallel.c
+ *	  The share of a database's slot that its worker (the lead) and its
+ *	  helpers use to drain one large backlog together (helper.c starts the
+ *	  helpers, purge.c runs the slices).
+ *
+ * A job is one target of one pass: its key range from where the lead
+ * stands to the pass's cutoff, cut into slices (ttl_key_split).  Every
+ * process, the lead included, takes a free slice, drains it in bounded
+ * batches of its own (one transaction each), records after each commit how
+ * far it got, and takes the next; the slices taken last are the narrow
+ * ends of the work, so the processes finish close together.  A helper that
+ * stops early (an error, the application busy, a replica behind, told to
+ * leave, its exit) gives its slice back with its progress, and the lead,
+ * which has the pass's machinery for rows that fail (held.c), takes it
+ * again.  The job ends when every slice is done (the lead adds the
+ * helpers' rows to its pass) or when the lead's pass ends otherwise, which
+ * cancels it: the helpers stop after their batch in hand.
+ *
+ * Capacity: helpers count against the workers the launcher may run
+ * (ttl_shmem_max_workers), and are asked for only while no database waits
+ * for a worker; a helper registered but not yet attached is counted as
+ * reserved.
+ *
+ * Locking: everything here is under the slots lock (shmem.c), in short
+ * sections that neither wait nor raise an error; latches are set after the
+ * lock is released.  A job's keys are by-value Datums.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+
+#include "shmem.h"
+#include "ttl_index.h"
+
+/* helper side: the slot and job this process attached to */
+static TtlDbSlot *HelperSlot = NULL;
+static uint32 HelperJob = 0;
+
+static void ttl_parallel_detach(int code, Datum arg);
+
+/*
+ * ttl_parallel_lead_slot
+ *		The slot of our database when this process is its worker, else
+ *		NULL.  Caller holds the slots lock.
+ */
+static TtlDbSlot *
+ttl_parallel_lead_slot(void)
+{
+	TtlDbSlot  *slot = ttl_shmem_slot_find(MyDatabaseId);
+
+	return slot != NULL && slot->pid == MyProcPid ? slot : NULL;
+}
+
+/*
+ * ttl_parallel_post
+ *		The lead posts a job over nslices slices (bounds[0..nslices]) of the
+ *		target relid of policy_id, and reserves up to `want` helpers, as
+ *		many as the workers' capacity allows while no database waits for a
+ *		worker.  Returns how many it reserved (the caller registers that
+ *		many, and gives back those it could not with
+ *		ttl_parallel_unreserve); 0 posts nothing.  *slotno and *job_id are
+ *		for the helpers.
+ */
+int
+ttl_parallel_post(int32 policy_id, Oid relid, bool only, TimestampTz pass_now,
+				  const Datum *bounds, int nslices, int want,
+				  int *slotno, uint32 *job_id)
+{
+	TtlDbSlot  *slot;
+	int			running = 0;
+	bool		waiting = false;
+	int			n = 0;
+
+	Assert(nslices >= 2 && nslices <= TTL_MAX_SLICES);
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = ttl_parallel_lead_slot();
+	for (int i = 0; i < ttl_shmem_nslots(); i++)
+	{
+		TtlDbSlot  *s = ttl_shmem_slot(i);
+
+		if (!OidIsValid(s->dboid))
+			continue;
+		if (s == slot)
+			*slotno = i;
+		running += (s->worker_running ? 1 : 0) + ttl_shmem_helpers_of(s);
+		if (s->waiting_since != 0)
+			waiting = true;
+	}
+	if (slot != NULL && !slot->job.active && ttl_shmem_helpers_of(slot) == 0 && !waiting)
+		n = Min(Min(want, TTL_MAX_HELPERS), ttl_shmem_max_workers() - running);
+	if (n > 0)
+	{
+		TtlJob	   *job = &slot->job;
+		uint32		id = job->id + 1;
+
+		memset(job, 0, sizeof(TtlJob));
+		job->id = id;
+		job->active = true;
+		job->policy_id = policy_id;
+		job->relid = relid;
+		job->only = only;
+		job->pass_now = pass_now;
+		job->nslices = nslices;
+		memcpy(job->bounds, bounds, sizeof(Datum) * (nslices + 1));
+		job->reserved = n;
+		*job_id = id;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return Max(n, 0);
+}
+
+/*
+ * ttl_parallel_unreserve
+ *		The lead could not register one of the helpers it reserved.
+ */
+void
+ttl_parallel_unreserve(void)
+{
+	TtlDbSlot  *slot;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = ttl_parallel_lead_slot();
+	if (slot != NULL && slot->job.reserved > 0)
+		slot->job.reserved--;
+	LWLockRelease(ttl_shmem_slots_lock());
+}
+
+/*
+ * ttl_parallel_claim
+ *		Take a free slice of the job (the lead's, or the helper's own):
+ *		returns its number with its range [*lo, *hi) and where to resume in
+ *		it (*from; the slice's start unless a helper gave it back part
+ *		done).  TTL_CLAIM_BUSY: none free, some still taken by others.
+ *		TTL_CLAIM_OVER: every slice done, or (for a helper) the job is over.
+ */
+int
+ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from)
+{
+	TtlDbSlot  *slot;
+	TtlJob	   *job;
+	int			result = TTL_CLAIM_OVER;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
+	job = slot != NULL ? &slot->job : NULL;
+	if (job != NULL && job->active && (HelperSlot == NULL || job->id == HelperJob))
+	{
+		for (int i = 0; i < job->nslices; i++)
+		{
+			if (job->state[i] == TTL_SLICE_TAKEN)
+				result = TTL_CLAIM_BUSY;
+			else if (job->state[i] == TTL_SLICE_FREE)
+			{
+				job->state[i] = TTL_SLICE_TAKEN;
+				job->taken_by[i] = MyProcPid;
+				*lo = job->bounds[i];
+				*hi = job->bounds[i + 1];
+				*from = job->has_resume[i] ? job->resume[i] : job->bounds[i];
+				result = i;
+				break;
+			}
+		}
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return result;
+}
+
+/*
+ * ttl_parallel_progress
+ *		A helper's batch in slice i committed: resume from `key` if the
+ *		slice is given back, and count the rows it deleted and those it
+ *		left in place (rows_held).
+ */
+void
+ttl_parallel_progress(int i, bool have_key, Datum key, int64 rows, int64 left)
+{
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	if (HelperSlot != NULL && HelperSlot->job.id == HelperJob &&
+		HelperSlot->job.taken_by[i] == MyProcPid)
+	{
+		if (have_key)
+		{
+			HelperSlot->job.resume[i] = key;
+			HelperSlot->job.has_resume[i] = true;
+		}
+		HelperSlot->job.helper_rows += rows;
+		HelperSlot->job.helper_left += left;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+}
+
+/*
+ * ttl_parallel_release
+ *		Slice i is done (done = true), or given back part done: by a helper
+ *		(which then wakes the lead) or the lead.
+ */
+void
+ttl_parallel_release(int i, bool done)
+{
+	TtlDbSlot  *slot;
+	Latch	   *lead = NULL;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
+	if (slot != NULL && (HelperSlot == NULL || slot->job.id == HelperJob) &&
+		slot->job.taken_by[i] == MyProcPid)
+	{
+		slot->job.state[i] = done ? TTL_SLICE_DONE : TTL_SLICE_FREE;
+		slot->job.taken_by[i] = 0;
+		if (HelperSlot != NULL)
+			lead = slot->latch;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	if (lead != NULL)
+		SetLatch(lead);
+}
+
+/*
+ * ttl_parallel_end
+ *		The lead ends its job job_id: every slice done (the normal end), or
+ *		its pass ended before (cancel): the helpers stop after their batch in
+ *		hand.  Returns the rows the helpers deleted in it, and sets *left
+ *		to those they left in place.
+ */
+int64
+ttl_parallel_end(uint32 job_id, int64 *left)
+{
+	TtlDbSlot  *slot;
+	int64		rows = 0;
+
+	*left = 0;
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = ttl_parallel_lead_slot();
+	if (slot != NULL && slot->job.active && slot->job.id == job_id)
+	{
+		slot->job.active = false;
+		slot->job.reserved = 0;
+		rows = slot->job.helper_rows;
+		*left = slot->job.helper_left;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return rows;
+}
+
+/*
+ * ttl_parallel_attach
+ *		A helper joins job job_id of slot slotno, or returns false when that
+ *		job is over (or the database is being dropped).  Fills in what the
+ *		helper needs to run the same pass.
+ */
+bool
+ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
+{
+	TtlDbSlot  *slot;
+	bool		ok = false;
+
+	if (slotno < 0 || slotno >= ttl_shmem_nslots())
+		return false;
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = ttl_shmem_slot(slotno);
+	if (slot->job.id == job_id && slot->job.reserved > 0)
+	{
+		slot->job.reserved--;
+		if (slot->job.active && slot->pid != 0 &&
+			slot->blocked_until <= GetCurrentTimestamp())
+		{
+			for (int i = 0; i < TTL_MAX_HELPERS; i++)
+			{
+				if (slot->job.helpers[i] == 0)
+				{
+					slot->job.helpers[i] = MyProcPid;
+					info->helper_index = i;
+					ok = true;
+					break;
+				}
+			}
+		}
+	}
+	if (ok)
+	{
+		info->dboid = slot->dboid;
+		info->policy_id = slot->job.policy_id;
+		info->relid = slot->job.relid;
+		info->only = slot->job.only;
+		info->pass_now = slot->job.pass_now;
+		HelperSlot = slot;
+		HelperJob = job_id;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	if (ok)
+		before_shmem_exit(ttl_parallel_detach, (Datum) 0);
+	return ok;
+}
+
+/*
+ * ttl_parallel_detach
+ *		A helper leaves at exit: a slice it still holds goes back with its
+ *		progress, and the lead is woken to take it.
+ */
+static void
+ttl_parallel_detach(int code, Datum arg)
+{
+	Latch	   *lead = NULL;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	if (HelperSlot != NULL)
+	{
+		TtlJob	   *job = &HelperSlot->job;
+
+		for (int i = 0; i < TTL_MAX_HELPERS; i++)
+			if (job->helpers[i] == MyProcPid)
+				job->helpers[i] = 0;
+		if (job->id == HelperJob)
+		{
+			for (int i = 0; i < job->nslices; i++)
+			{
+				if (job->state[i] == TTL_SLICE_TAKEN && job->taken_by[i] == MyProcPid)
+				{
+					job->state[i] = TTL_SLICE_FREE;
+					job->taken_by[i] = 0;
+				}
+			}
+		}
+		lead = HelperSlot->latch;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	HelperSlot = NULL;
+	if (lead != NULL)
+		SetLatch(lead);
+}
+
+/*
+ * ttl_parallel_must_stop
+ *		For a helper between batches: whether its job is over, or its
+ *		database is being dropped or renamed.
+ */
+bool
+ttl_parallel_must_stop(void)
+{
+	bool		stop;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
+	stop = HelperSlot == NULL || HelperSlot->job.id != HelperJob ||
+		!HelperSlot->job.active || HelperSlot->pid == 0 ||
+		HelperSlot->blocked_until > GetCurrentTimestamp();
+	LWLockRelease(ttl_shmem_slots_lock());
+	return stop;
+}

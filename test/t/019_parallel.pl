@@ -1,0 +1,164 @@
+# Helpers: a worker shares a large backlog with helper processes, each
+# deleting slices of the key range in bounded batches of its own.
+#
+# 1. A 1M-row backlog drains with helpers running (seen in
+#    pg_stat_activity, never more than ttl_index.max_parallel_workers),
+#    every expired row deleted, no row deleted before it expires, and the
+#    counters whole: rows_deleted and rows_last_pass count the helpers'
+#    rows too.
+# 2. A row no batch can delete in the middle of the range (a foreign key
+#    points at it; a trigger raises an error on it): whoever meets it, the
+#    row is held, and every other expired row goes.
+# 3. Off (max_parallel_workers = 0): no helper, the same result.
+# 4. DROP DATABASE while helpers run: it succeeds at once, the worker and
+#    its helpers leave.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use TtlIndex;
+
+my $node = TtlIndex::node('parallel', 'ttl_index.batch_size = 2000',
+	'ttl_index.max_parallel_workers = 2', 'ttl_index.max_workers = 4',
+	'ttl_index.log_min_duration = 0');
+$node->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE helper_seen (n int);
+-- the most helpers seen at once until `tbl` has no expired row left
+CREATE PROCEDURE watch_helpers(tbl regclass, seconds float8) LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	seen int;
+	left_ bigint;
+BEGIN
+	DELETE FROM helper_seen;
+	INSERT INTO helper_seen VALUES (0);
+	LOOP
+		PERFORM pg_stat_clear_snapshot();
+		SELECT count(*) INTO seen FROM pg_stat_activity WHERE backend_type = 'ttl_index helper';
+		UPDATE helper_seen SET n = greatest(n, seen);
+		EXECUTE format('SELECT count(*) FROM %s WHERE ts < now() - interval ''1 hour''', tbl) INTO left_;
+		COMMIT;
+		EXIT WHEN left_ = 0 OR clock_timestamp() - t0 > seconds * interval '1 s';
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END $$;
+});
+
+# backlog(db, table, rows): `rows` expired rows spread over two days, plus
+# 1,000 rows that expire in two minutes; worker off meanwhile
+sub backlog
+{
+	my ($db, $table, $rows) = @_;
+	$node->safe_psql($db, qq{
+CREATE TABLE $table (id bigserial PRIMARY KEY, ts timestamptz NOT NULL, payload text);
+INSERT INTO $table (ts, payload)
+  SELECT now() - interval '3 days' + g * (interval '2 days' / $rows), rpad(g::text, 60, '.')
+    FROM generate_series(1, $rows) g;
+INSERT INTO $table (ts, payload)
+  SELECT now() - interval '58 minutes', 'live' FROM generate_series(1, 1000);
+CREATE INDEX ON $table (ts);
+VACUUM ANALYZE $table;
+});
+}
+
+# --- 1. a large backlog -----------------------------------------------------
+backlog('postgres', 'big', 1000000);
+$node->safe_psql('postgres', "SELECT ttl_create_index('big', 'ts', 3600)");
+$node->safe_psql('postgres', "CALL watch_helpers('big', 120)");
+my $seen = $node->safe_psql('postgres', 'SELECT n FROM helper_seen');
+cmp_ok($seen, '>=', 1, "helpers shared the backlog ($seen at most at once)");
+cmp_ok($seen, '<=', 2, 'never more than ttl_index.max_parallel_workers');
+is($node->safe_psql('postgres', "SELECT count(*) FROM big WHERE ts < now() - interval '1 hour'"),
+	'0', 'every expired row is deleted');
+is($node->safe_psql('postgres', "SELECT count(*) FROM big WHERE payload = 'live'"),
+	'1000', 'no row is deleted before it expires');
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT rows_deleted, rows_last_pass, errors FROM ttl_index_stats WHERE table_name = 'big'::regclass",
+	'1000000|1000000|0', 'rows_deleted and rows_last_pass count the helpers\' rows too');
+like(slurp_file($node->logfile), qr/ttl_index: deleted 1000000 rows from public\.big in/,
+	'the pass\'s log line counts them');
+
+# --- 2. a row that cannot go, in the middle of the range --------------------
+backlog('postgres', 'held', 300000);
+$node->safe_psql('postgres', q{
+CREATE TABLE held_child (parent bigint REFERENCES held (id));
+INSERT INTO held_child VALUES (150000);
+SELECT ttl_create_index('held', 'ts', 3600);
+});
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT count(*) = 1 FROM held WHERE ts < now() - interval '1 hour'",
+	'every expired row but the referenced one is deleted', 120);
+is($node->safe_psql('postgres', "SELECT id FROM held WHERE ts < now() - interval '1 hour'"),
+	'150000', 'the one left is the referenced row');
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT rows_held FROM ttl_index_stats WHERE table_name = 'held'::regclass",
+	'1', 'it is held, not retried without end');
+is($node->safe_psql('postgres', "SELECT count(*) FROM held WHERE payload = 'live'"),
+	'1000', 'no live row is touched');
+
+# the same with a row whose delete raises an error (a legal-hold trigger):
+# a helper whose batch fails hands its slice back, the worker isolates it
+backlog('postgres', 'hold', 300000);
+$node->safe_psql('postgres', q{
+CREATE FUNCTION legal_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.id = 150000 THEN
+		RAISE EXCEPTION 'row % is under legal hold', OLD.id;
+	END IF;
+	RETURN OLD;
+END $$;
+CREATE TRIGGER legal_hold BEFORE DELETE ON hold FOR EACH ROW EXECUTE FUNCTION legal_hold();
+SELECT ttl_create_index('hold', 'ts', 3600);
+});
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT count(*) = 1 FROM hold WHERE ts < now() - interval '1 hour'",
+	'a failing row: every other expired row is deleted', 120);
+is($node->safe_psql('postgres', "SELECT id FROM hold WHERE ts < now() - interval '1 hour'"),
+	'150000', 'the one left is the row the trigger refuses');
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT rows_held FROM ttl_index_stats WHERE table_name = 'hold'::regclass",
+	'1', 'it is held');
+
+# --- 3. helpers off ---------------------------------------------------------
+$node->safe_psql('postgres',
+	'ALTER SYSTEM SET ttl_index.max_parallel_workers = 0; SELECT pg_reload_conf()');
+sleep(1);
+backlog('postgres', 'alone', 300000);
+$node->safe_psql('postgres', "SELECT ttl_create_index('alone', 'ts', 3600)");
+$node->safe_psql('postgres', "CALL watch_helpers('alone', 120)");
+is($node->safe_psql('postgres', 'SELECT n FROM helper_seen'), '0',
+	'max_parallel_workers = 0: no helper');
+is($node->safe_psql('postgres', "SELECT count(*) FROM alone"), '1000',
+	'and the same rows are left');
+
+# --- 4. DROP DATABASE while helpers run -------------------------------------
+$node->safe_psql('postgres',
+	'ALTER SYSTEM SET ttl_index.max_parallel_workers = 2; SELECT pg_reload_conf()');
+$node->safe_psql('postgres', 'CREATE DATABASE doomed');
+$node->safe_psql('doomed', 'CREATE EXTENSION ttl_index');
+TtlIndex::wait_worker($node, 'doomed');
+$node->safe_psql('doomed', q{ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()});
+backlog('doomed', 'big', 1000000);
+# a trigger on every row: the executor path, a drain of many seconds
+$node->safe_psql('doomed', q{
+CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$;
+CREATE TRIGGER slow BEFORE DELETE ON big FOR EACH ROW EXECUTE FUNCTION nothing();
+SELECT ttl_create_index('big', 'ts', 3600);
+});
+$node->safe_psql('doomed', q{ALTER SYSTEM SET ttl_index.enabled = on; SELECT pg_reload_conf()});
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index helper' AND datname = 'doomed'",
+	'helpers run in the database to drop', 60);
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE doomed');
+is($ret, 0, 'DROP DATABASE succeeds while they run') or diag($err);
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'ttl_index%' AND datname = 'doomed'"),
+	'0', 'no ttl_index process is left in it');
+
+unlike(slurp_file($node->logfile), qr/TRAP:|PANIC|terminated by signal/, 'no crash in the server log');
+$node->stop;
+done_testing();

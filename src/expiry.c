@@ -555,74 +555,74 @@ ttl_expires_at_seconds(PG_FUNCTION_ARGS)
 }
 
 /*
- * ttl_key_split
- *		Cut the key range [lo, hi) into at most n slices of equal width,
- *		for helpers that share one backlog (helper.c): bounds[0] = lo,
- *		bounds[k] = hi, each bound above the one before.  Only keys that
- *		are integers underneath (timestamps, dates, integer epochs) or
- *		float8 can be cut; returns the number of slices k, or 0 when the
- *		type cannot be cut or the range is too narrow for two slices.
+ * ttl_key_ordinal
+ *		A by-value key as an int64 that sorts as the key does, for helpers
+ *		that share a key range (parallel.c cuts and halves ranges of
+ *		these): timestamps, integers and dates as they are, float8 by its
+ *		bits with the sign folded (NaN sorts last, as in a btree).  Returns
+ *		false for a type that has none (numeric).
  */
-int
-ttl_key_split(Oid typid, Datum lo, Datum hi, int n, Datum *bounds)
+bool
+ttl_key_ordinal(Oid typid, Datum key, int64 *ordinal)
 {
-	int			k = 0;
-
 	switch (typid)
 	{
 		case TIMESTAMPTZOID:
 		case TIMESTAMPOID:
 		case INT8OID:
+			*ordinal = DatumGetInt64(key);
+			return true;
 		case INT4OID:
+			*ordinal = DatumGetInt32(key);
+			return true;
 		case DATEOID:
-			{
-				bool		wide = typid != INT4OID && typid != DATEOID;
-				int64		a = wide ? DatumGetInt64(lo) : DatumGetInt32(lo);
-				int64		b = wide ? DatumGetInt64(hi) : DatumGetInt32(hi);
-				uint64		span;
-				uint64		step;
-
-				/* infinite bounds (timestamps) have no width to cut */
-				if (a >= b || (wide && typid != INT8OID &&
-							   (TIMESTAMP_NOT_FINITE(a) || TIMESTAMP_NOT_FINITE(b))))
-					return 0;
-				span = (uint64) b - (uint64) a;
-				if (span < (uint64) n)
-					n = (int) span;
-				if (n < 2)
-					return 0;
-				step = span / n;
-				for (k = 0; k < n; k++)
-				{
-					int64		v = (int64) ((uint64) a + step * k);
-
-					bounds[k] = wide ? Int64GetDatum(v) : Int32GetDatum((int32) v);
-				}
-				bounds[n] = hi;
-				return n;
-			}
+			*ordinal = DatumGetDateADT(key);
+			return true;
 		case FLOAT8OID:
 			{
-				double		a = DatumGetFloat8(lo);
-				double		b = DatumGetFloat8(hi);
+				double		d = DatumGetFloat8(key);
+				int64		bits;
 
-				if (!(a < b) || isinf(a) || isinf(b) || n < 2)
-					return 0;
-				for (k = 0; k < n; k++)
-				{
-					double		v = a + (b - a) * k / n;
-
-					/* no two bounds alike, however close a and b */
-					if (k > 0 && !(v > DatumGetFloat8(bounds[k - 1])))
-						return 0;
-					bounds[k] = Float8GetDatum(v);
-				}
-				if (!(b > DatumGetFloat8(bounds[n - 1])))
-					return 0;
-				bounds[n] = hi;
-				return n;
+				if (d == 0)
+					d = 0;		/* -0 and 0 are equal keys */
+				memcpy(&bits, &d, sizeof(bits));
+				*ordinal = bits < 0 ? bits ^ PG_INT64_MAX : bits;
+				return true;
 			}
 		default:
-			return 0;
+			return false;
+	}
+}
+
+/*
+ * ttl_key_from_ordinal
+ *		The key of type typid an ordinal stands for (the inverse of
+ *		ttl_key_ordinal; an ordinal between two keys' gives a key between
+ *		them).
+ */
+Datum
+ttl_key_from_ordinal(Oid typid, int64 ordinal)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+		case TIMESTAMPOID:
+		case INT8OID:
+			return Int64GetDatum(ordinal);
+		case INT4OID:
+			return Int32GetDatum((int32) ordinal);
+		case DATEOID:
+			return DateADTGetDatum((DateADT) ordinal);
+		case FLOAT8OID:
+			{
+				int64		bits = ordinal < 0 ? ordinal ^ PG_INT64_MAX : ordinal;
+				double		d;
+
+				memcpy(&d, &bits, sizeof(d));
+				return Float8GetDatum(d);
+			}
+		default:
+			elog(ERROR, "unsupported TTL key type %u", typid);
+			return (Datum) 0;
 	}
 }

@@ -87,8 +87,8 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 {
 	TtlTarget  *t = pass->split;
 	TtlCutoff	cutoff;
-	Datum		bounds[TTL_MAX_SLICES + 1];
-	int			nslices;
+	int64		lo;
+	int64		hi;
 	int			want = Min(ttl_max_parallel_workers, TTL_MAX_HELPERS);
 	int			n;
 	int			slotno = -1;
@@ -100,13 +100,12 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 
 	ttl_cutoff_compute(t->keytype, policy->unit_ns, pass->now,
 					   policy->expire_after, &cutoff);
-	nslices = ttl_key_split(t->keytype, pass->split_from, cutoff.bound,
-							Min(TTL_MAX_SLICES, TTL_SLICES_PER_PROCESS * (want + 1)),
-							bounds);
-	if (nslices < 2)
+	if (!ttl_key_ordinal(t->keytype, pass->split_from, &lo) ||
+		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;
-	n = ttl_parallel_post(policy->id, t->relid, t->only, pass->now, bounds,
-						  nslices, want, &slotno, &job_id);
+	n = ttl_parallel_post(policy->id, t->relid, t->only, t->keytype, pass->now,
+						  lo, hi, TTL_SLICES_PER_PROCESS * (want + 1), want,
+						  &slotno, &job_id);
 	if (n <= 0)
 		return;
 	ttl_pass_set_parallel(pass, t, job_id, cutoff.bound);
@@ -132,8 +131,8 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 		}
 	}
 	ereport(DEBUG1,
-			(errmsg("ttl_index: %d helper(s) share the backlog of policy %d in %d slices",
-					n, policy->id, nslices)));
+			(errmsg("ttl_index: %d helper(s) share the backlog of policy %d",
+					n, policy->id)));
 }
 
 /*
@@ -169,10 +168,10 @@ ttl_helper_load(int32 policy_id, TtlPolicy *policy, MemoryContext cxt)
 
 /*
  * ttl_helper_must_stop
- *		Between batches: whether the helper should give its slice back and
- *		leave (see the top of the file).
+ *		Between batches: why the helper should give its slice back and
+ *		leave (see the top of the file), or NULL.
  */
-static bool
+static const char *
 ttl_helper_must_stop(TtlPolicy *policy)
 {
 	const char *phase;
@@ -183,9 +182,15 @@ ttl_helper_must_stop(TtlPolicy *policy)
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
 	}
-	return ttl_parallel_must_stop() || !ttl_enabled ||
-		ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0 ||
-		ttl_yield_writing() || ttl_replicas_hold(&phase);
+	if (ttl_parallel_must_stop())
+		return "the job is over";
+	if (!ttl_enabled || ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0)
+		return "the settings changed";
+	if (ttl_yield_writing())
+		return "the application is writing";
+	if (ttl_replicas_hold(&phase))
+		return phase;
+	return NULL;
 }
 
 /*
@@ -250,6 +255,7 @@ ttl_helper_main(Datum main_arg)
 	TtlPolicy	policy;
 	TtlPass    *pass;
 	MemoryContext cxt;
+	const char *why = NULL;
 
 	memcpy(&job_id, MyBgworkerEntry->bgw_extra, sizeof(job_id));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -273,47 +279,55 @@ ttl_helper_main(Datum main_arg)
 
 	for (;;)
 	{
-		Datum		lo;
-		Datum		hi;
-		Datum		from;
+		int64		from;
+		int64		hi;
 		int			slice;
 
-		if (ttl_helper_must_stop(&policy))
+		if ((why = ttl_helper_must_stop(&policy)) != NULL)
 			break;
-		slice = ttl_parallel_claim(&lo, &hi, &from);
+		slice = ttl_parallel_claim(&from, &hi);
 		if (slice < 0)
-			break;				/* nothing left for a helper */
-		ttl_pass_set_slice(pass, slice, hi, from);
+		{
+			why = "no slice left";
+			break;
+		}
+		ttl_pass_set_slice(pass, slice, from, hi);
 		for (;;)
 		{
 			TtlBatchResult result;
 			int			outcome;
-			Datum		key;
-			bool		have_key;
+			int64		cur;
+			bool		have_cur;
 
-			if (ttl_helper_must_stop(&policy))
-			{
-				ttl_parallel_release(slice, false);
-				proc_exit(0);
-			}
+			if ((why = ttl_helper_must_stop(&policy)) != NULL)
+				break;
+			ttl_pass_slice_refresh(pass);
 			outcome = ttl_helper_batch(&policy, pass, &result);
 			if (outcome < 0)
 			{
-				ttl_parallel_release(slice, false);
-				proc_exit(0);
+				why = "a batch failed";
+				break;
 			}
 			pgstat_report_stat(false);
 			ttl_stats_count_batch(MyDatabaseId, &policy, &result);
-			have_key = ttl_pass_slice_resume(pass, &key);
-			ttl_parallel_progress(slice, have_key, key, result.deleted, result.left);
+			have_cur = ttl_pass_slice_resume(pass, &cur);
+			ttl_parallel_progress(slice, have_cur, cur, result.deleted, result.left);
 			if (outcome == TTL_BATCH_MORE)
 				continue;
 			/* the slice's end; anything else is the worker's to handle */
 			ttl_parallel_release(slice, outcome == TTL_BATCH_DONE);
+			slice = -1;
 			if (outcome != TTL_BATCH_DONE)
-				proc_exit(0);
+				why = "the table is locked, gone or without its index";
 			break;
 		}
+		if (slice >= 0)
+			ttl_parallel_release(slice, false);
+		if (why != NULL)
+			break;
 	}
+	ereport(DEBUG1,
+			(errmsg_internal("ttl_index helper of policy %d leaves after %lld rows: %s",
+							 policy.id, (long long) pass->pass_rows, why)));
 	proc_exit(0);
 }

@@ -6,11 +6,18 @@
  *	  helpers, purge.c runs the slices).
  *
  * A job is one target of one pass: its key range from where the lead
- * stands to the pass's cutoff, cut into slices (ttl_key_split).  Every
- * process, the lead included, takes a free slice, drains it in bounded
- * batches of its own (one transaction each), records after each commit how
- * far it got, and takes the next; the slices taken last are the narrow
- * ends of the work, so the processes finish close together.  A helper that
+ * stands to the pass's cutoff, as ordinals (ttl_key_ordinal), cut into
+ * slices of equal width.  Every process, the lead included, takes a free
+ * slice, drains it in bounded batches of its own (one transaction each),
+ * records after each batch how far it got, and takes the next.  Rows are
+ * seldom spread evenly over their keys (a backlog of an hour's rows in a
+ * range of days), so a process that finds no free slice takes the upper
+ * half of the widest slice another process still holds (from that one's
+ * progress to its end), whose owner reads its new end before its next
+ * batch; halving again and again, the processes end close together
+ * whatever the distribution.  A row the owner's batch in flight reaches
+ * past the new end is seen by both: deleting is idempotent, and the second
+ * finds it deleted or locked.  A helper that
  * stops early (an error, the application busy, a replica behind, told to
  * leave, its exit) gives its slice back with its progress, and the lead,
  * which has the pass's machinery for rows that fail (held.c), takes it
@@ -25,7 +32,7 @@
  *
  * Locking: everything here is under the slots lock (shmem.c), in short
  * sections that neither wait nor raise an error; latches are set after the
- * lock is released.  A job's keys are by-value Datums.
+ * lock is released.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,25 +67,32 @@ ttl_parallel_lead_slot(void)
 
 /*
  * ttl_parallel_post
- *		The lead posts a job over nslices slices (bounds[0..nslices]) of the
- *		target relid of policy_id, and reserves up to `want` helpers, as
- *		many as the workers' capacity allows while no database waits for a
- *		worker.  Returns how many it reserved (the caller registers that
- *		many, and gives back those it could not with
+ *		The lead posts a job over the ordinals [lo, hi) of the target relid
+ *		of policy_id, cut into nslices slices, and reserves up to `want`
+ *		helpers, as many as the workers' capacity allows while no database
+ *		waits for a worker.  Returns how many it reserved (the caller
+ *		registers that many, and gives back those it could not with
  *		ttl_parallel_unreserve); 0 posts nothing.  *slotno and *job_id are
  *		for the helpers.
  */
 int
-ttl_parallel_post(int32 policy_id, Oid relid, bool only, TimestampTz pass_now,
-				  const Datum *bounds, int nslices, int want,
+ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
+				  TimestampTz pass_now, int64 lo, int64 hi, int nslices, int want,
 				  int *slotno, uint32 *job_id)
 {
 	TtlDbSlot  *slot;
 	int			running = 0;
 	bool		waiting = false;
 	int			n = 0;
+	uint64		width;
 
-	Assert(nslices >= 2 && nslices <= TTL_MAX_SLICES);
+	if (hi <= lo)
+		return 0;
+	width = (uint64) hi - (uint64) lo;
+	nslices = (int) Min((uint64) Min(nslices, TTL_MAX_SLICES), width);
+	if (nslices < 2)
+		return 0;
+
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = ttl_parallel_lead_slot();
 	for (int i = 0; i < ttl_shmem_nslots(); i++)
@@ -106,9 +120,15 @@ ttl_parallel_post(int32 policy_id, Oid relid, bool only, TimestampTz pass_now,
 		job->policy_id = policy_id;
 		job->relid = relid;
 		job->only = only;
+		job->keytype = keytype;
 		job->pass_now = pass_now;
-		job->nslices = nslices;
-		memcpy(job->bounds, bounds, sizeof(Datum) * (nslices + 1));
+		for (int i = 0; i < nslices; i++)
+		{
+			job->slices[i].state = TTL_SLICE_FREE;
+			job->slices[i].cur = (int64) ((uint64) lo + width / nslices * i);
+			job->slices[i].hi = i == nslices - 1 ? hi :
+				(int64) ((uint64) lo + width / nslices * (i + 1));
+		}
 		job->reserved = n;
 		*job_id = id;
 	}
@@ -133,15 +153,53 @@ ttl_parallel_unreserve(void)
 }
 
 /*
+ * ttl_parallel_steal
+ *		No slice is free: split the widest slice another process holds, its
+ *		upper half becoming a slice of ours (in an unused or done entry).
+ *		Returns its number, or -1 when no slice is wide enough or no entry
+ *		is left.  Caller holds the slots lock.
+ */
+static int
+ttl_parallel_steal(TtlJob *job)
+{
+	int			widest = -1;
+	uint64		best = 1;
+	int			entry = -1;
+
+	for (int i = 0; i < TTL_MAX_SLICES; i++)
+	{
+		TtlSlice   *sl = &job->slices[i];
+
+		if (sl->state == TTL_SLICE_TAKEN && sl->taken_by != MyProcPid &&
+			sl->hi > sl->cur && (uint64) sl->hi - (uint64) sl->cur > best)
+		{
+			best = (uint64) sl->hi - (uint64) sl->cur;
+			widest = i;
+		}
+		if (entry < 0 && (sl->state == TTL_SLICE_UNUSED || sl->state == TTL_SLICE_DONE))
+			entry = i;
+	}
+	if (widest < 0 || entry < 0)
+		return -1;
+	job->slices[entry].state = TTL_SLICE_TAKEN;
+	job->slices[entry].taken_by = MyProcPid;
+	job->slices[entry].hi = job->slices[widest].hi;
+	job->slices[entry].cur = (int64) ((uint64) job->slices[widest].cur + best / 2);
+	job->slices[widest].hi = job->slices[entry].cur;
+	return entry;
+}
+
+/*
  * ttl_parallel_claim
- *		Take a free slice of the job (the lead's, or the helper's own):
- *		returns its number with its range [*lo, *hi) and where to resume in
- *		it (*from; the slice's start unless a helper gave it back part
- *		done).  TTL_CLAIM_BUSY: none free, some still taken by others.
+ *		Take a slice of the job (the lead's, or the helper's own): a free
+ *		one, else the upper half of the widest one another process holds.
+ *		Returns its number, with where to start in it (*from; its start, or
+ *		where a process that gave it back got to) and its end (*hi).
+ *		TTL_CLAIM_BUSY: nothing to take, some slices still held by others.
  *		TTL_CLAIM_OVER: every slice done, or (for a helper) the job is over.
  */
 int
-ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from)
+ttl_parallel_claim(int64 *from, int64 *hi)
 {
 	TtlDbSlot  *slot;
 	TtlJob	   *job;
@@ -152,20 +210,29 @@ ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from)
 	job = slot != NULL ? &slot->job : NULL;
 	if (job != NULL && job->active && (HelperSlot == NULL || job->id == HelperJob))
 	{
-		for (int i = 0; i < job->nslices; i++)
+		for (int i = 0; i < TTL_MAX_SLICES; i++)
 		{
-			if (job->state[i] == TTL_SLICE_TAKEN)
+			if (job->slices[i].state == TTL_SLICE_TAKEN)
 				result = TTL_CLAIM_BUSY;
-			else if (job->state[i] == TTL_SLICE_FREE)
+			else if (job->slices[i].state == TTL_SLICE_FREE)
 			{
-				job->state[i] = TTL_SLICE_TAKEN;
-				job->taken_by[i] = MyProcPid;
-				*lo = job->bounds[i];
-				*hi = job->bounds[i + 1];
-				*from = job->has_resume[i] ? job->resume[i] : job->bounds[i];
+				job->slices[i].state = TTL_SLICE_TAKEN;
+				job->slices[i].taken_by = MyProcPid;
 				result = i;
 				break;
 			}
+		}
+		if (result == TTL_CLAIM_BUSY)
+		{
+			int			i = ttl_parallel_steal(job);
+
+			if (i >= 0)
+				result = i;
+		}
+		if (result >= 0)
+		{
+			*from = job->slices[result].cur;
+			*hi = job->slices[result].hi;
 		}
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
@@ -173,25 +240,43 @@ ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from)
 }
 
 /*
+ * ttl_parallel_slice_end
+ *		Before each batch in slice i: where the slice ends now (another
+ *		process may have taken its upper half).
+ */
+int64
+ttl_parallel_slice_end(int i)
+{
+	TtlDbSlot  *slot;
+	int64		hi;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
+	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
+	hi = slot != NULL ? slot->job.slices[i].hi : PG_INT64_MIN;
+	LWLockRelease(ttl_shmem_slots_lock());
+	return hi;
+}
+
+/*
  * ttl_parallel_progress
- *		A helper's batch in slice i committed: resume from `key` if the
- *		slice is given back, and count the rows it deleted and those it
- *		left in place (rows_held).
+ *		A batch in slice i ended: the slice resumes at `cur` (if given back
+ *		or halved), and a helper counts the rows it deleted and those it
+ *		left in place (rows_held), once its batch committed.
  */
 void
-ttl_parallel_progress(int i, bool have_key, Datum key, int64 rows, int64 left)
+ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left)
 {
+	TtlDbSlot  *slot;
+
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
-	if (HelperSlot != NULL && HelperSlot->job.id == HelperJob &&
-		HelperSlot->job.taken_by[i] == MyProcPid)
+	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
+	if (slot != NULL && (HelperSlot == NULL || slot->job.id == HelperJob) &&
+		slot->job.slices[i].taken_by == MyProcPid)
 	{
-		if (have_key)
-		{
-			HelperSlot->job.resume[i] = key;
-			HelperSlot->job.has_resume[i] = true;
-		}
-		HelperSlot->job.helper_rows += rows;
-		HelperSlot->job.helper_left += left;
+		if (have_cur && cur > slot->job.slices[i].cur)
+			slot->job.slices[i].cur = cur;
+		slot->job.helper_rows += rows;
+		slot->job.helper_left += left;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 }
@@ -210,10 +295,10 @@ ttl_parallel_release(int i, bool done)
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
 	if (slot != NULL && (HelperSlot == NULL || slot->job.id == HelperJob) &&
-		slot->job.taken_by[i] == MyProcPid)
+		slot->job.slices[i].taken_by == MyProcPid)
 	{
-		slot->job.state[i] = done ? TTL_SLICE_DONE : TTL_SLICE_FREE;
-		slot->job.taken_by[i] = 0;
+		slot->job.slices[i].state = done ? TTL_SLICE_DONE : TTL_SLICE_FREE;
+		slot->job.slices[i].taken_by = 0;
 		if (HelperSlot != NULL)
 			lead = slot->latch;
 	}
@@ -289,6 +374,7 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 		info->policy_id = slot->job.policy_id;
 		info->relid = slot->job.relid;
 		info->only = slot->job.only;
+		info->keytype = slot->job.keytype;
 		info->pass_now = slot->job.pass_now;
 		HelperSlot = slot;
 		HelperJob = job_id;
@@ -319,12 +405,13 @@ ttl_parallel_detach(int code, Datum arg)
 				job->helpers[i] = 0;
 		if (job->id == HelperJob)
 		{
-			for (int i = 0; i < job->nslices; i++)
+			for (int i = 0; i < TTL_MAX_SLICES; i++)
 			{
-				if (job->state[i] == TTL_SLICE_TAKEN && job->taken_by[i] == MyProcPid)
+				if (job->slices[i].state == TTL_SLICE_TAKEN &&
+					job->slices[i].taken_by == MyProcPid)
 				{
-					job->state[i] = TTL_SLICE_FREE;
-					job->taken_by[i] = 0;
+					job->slices[i].state = TTL_SLICE_FREE;
+					job->slices[i].taken_by = 0;
 				}
 			}
 		}

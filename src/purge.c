@@ -508,16 +508,6 @@ typedef struct TtlTake
 } TtlTake;
 
 /*
- * ttl_tid_cmp
- *		qsort comparator of item pointers: heap order.
- */
-static int
-ttl_tid_cmp(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
-}
-
-/*
  * ttl_batch_begin_scan
  *		An index scan of the target from where the last batch of the pass
  *		stopped, or else from past the known-dead prefix, up to the cutoff.
@@ -626,36 +616,122 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 }
 
 /*
- * ttl_batch_take_sorted
- *		The direct path on a scattered target: the entries the scan
- *		collected, sorted into heap order, each fetched (its visible version,
- *		as an index scan would) and taken.  Consecutive rows then share their
- *		page, as in a sequential scan.  No known-dead prefix is kept here.
+ * ttl_take_begin
+ *		Set up what a scan does with the rows it takes (TtlTake): delete
+ *		them at once, or collect them for the statement.
  */
 static void
-ttl_batch_take_sorted(TtlBatch *b, TupleTableSlot *slot, ItemPointerData *tids,
-					  int ntids, TimestampTz now, TtlTake *take,
-					  TtlBatchResult *result)
+ttl_take_begin(TtlBatch *b, TtlTake *take)
 {
-	IndexFetchTableData *fetch;
+	TtlPolicy  *policy = b->policy;
+	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
 
-	qsort(tids, ntids, sizeof(ItemPointerData), ttl_tid_cmp);
-	fetch = table_index_fetch_begin(b->rel);
-	for (int i = 0; i < ntids; i++)
+	memset(take, 0, sizeof(TtlTake));
+	take->limit = Min(Max(b->pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
+	take->direct = ttl_direct_delete_ok(policy, b->rel, b->target->attnum);
+	if (take->direct)
+		take->cid = GetCurrentCommandId(true);
+	else
 	{
-		ItemPointerData tid = tids[i];
-		bool		call_again = false;
-		bool		all_dead = false;
+		/* a sweep stops at a page's end: room for one page more */
+		int			room = take->limit + MaxHeapTuplesPerPage;
+
+		take->tids = MemoryContextAlloc(b->pass->cxt, sizeof(ItemPointerData) * room);
+		take->xmins = MemoryContextAlloc(b->pass->cxt, sizeof(TransactionId) * room);
+	}
+}
+
+/*
+ * ttl_take_end
+ *		The executor path's act: the statement over the rows collected.
+ */
+static void
+ttl_take_end(TtlBatch *b, TtlTake *take, TtlBatchResult *result)
+{
+	if (!take->direct)
+	{
+		if (take->ntids > 0)
+			ttl_batch_statement(b, take->tids, take->xmins, take->ntids, result);
+		pfree(take->tids);
+		pfree(take->xmins);
+	}
+	result->tids = NULL;
+	result->xmins = NULL;
+}
+
+/*
+ * ttl_batch_time_up
+ *		Whether the batch has run for ttl_index.batch_time.
+ */
+static bool
+ttl_batch_time_up(TtlBatch *b)
+{
+	instr_time	elapsed;
+
+	INSTR_TIME_SET_CURRENT(elapsed);
+	INSTR_TIME_SUBTRACT(elapsed, b->start);
+	return INSTR_TIME_GET_MILLISEC(elapsed) >= ttl_batch_time;
+}
+
+/*
+ * ttl_batch_sweep
+ *		A batch of a sweep: a scattered target (its rows lie on the heap in
+ *		no key order) with a large backlog is drained by reading its heap
+ *		in block order from where the last batch stopped, taking each
+ *		visible row whose key is below the cutoff, as a plain DELETE's
+ *		sequential scan would, instead of visiting a page once per row in
+ *		key order.  It stops at a page's end once the row or time limit is
+ *		reached.  Returns whether it stopped before the sweep's last block.
+ */
+static bool
+ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
+{
+	TtlTarget  *t = b->target;
+	TtlTake		take;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	FmgrInfo	less;
+	Oid			collation = b->irel->rd_indcollation[0];
+	BlockNumber block = t->sweep_next;
+	bool		stopped = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (t->sweep_next >= t->sweep_end)
+		return false;
+	fmgr_info(ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber), &less);
+	ttl_take_begin(b, &take);
+	slot = table_slot_create(b->rel, NULL);
+	/* no synchronized start: the sweep resumes exactly where it stopped */
+	scan = table_beginscan_strat(b->rel, GetActiveSnapshot(), 0, NULL, true, false);
+	heap_setscanlimits(scan, t->sweep_next, t->sweep_end - t->sweep_next);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		BlockNumber here = ItemPointerGetBlockNumber(&slot->tts_tid);
+		bool		isnull;
+		Datum		key;
 
 		CHECK_FOR_INTERRUPTS();
-		/* a HOT chain's entries (after an UPDATE) point at one row */
-		if (i > 0 && ItemPointerEquals(&tids[i - 1], &tids[i]))
+		if (here != block)
+		{
+			/* a page's end: stop here if the batch is full or its time up */
+			block = here;
+			if (take.ntids >= take.limit || ttl_batch_time_up(b))
+			{
+				stopped = true;
+				break;
+			}
+		}
+		key = slot_getattr(slot, t->attnum, &isnull);
+		if (isnull ||
+			!DatumGetBool(FunctionCall2Coll(&less, collation, key, b->cutoff.bound)))
 			continue;
-		if (table_index_fetch_tuple(fetch, &tid, GetActiveSnapshot(), slot,
-									&call_again, &all_dead))
-			(void) ttl_batch_take_row(b, slot, true, (Datum) 0, now, take, result);
+		(void) ttl_batch_take_row(b, slot, false, key, now, &take, result);
 	}
-	table_index_fetch_end(fetch);
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	t->sweep_next = stopped ? block : t->sweep_end;
+	ttl_take_end(b, &take, result);
+	return stopped;
 }
 
 /*
@@ -672,44 +748,21 @@ static bool
 ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			   bool *have_last, Datum *last_key)
 {
-	TtlPolicy  *policy = b->policy;
-	TtlPass    *pass = b->pass;
 	TtlTarget  *t = b->target;
-	int32		batch_size = policy->batch_size > 0 ? policy->batch_size : ttl_batch_size;
 	TtlTake		take;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	int64		seen = 0;
 	int64		jumps = 0;
 	BlockNumber last_block = InvalidBlockNumber;
-	bool		sorted;
-	ItemPointerData *tids = NULL;
-	int			ntids = 0;
 	bool		stopped = false;
 	TimestampTz now = GetCurrentTimestamp();
 
-	memset(&take, 0, sizeof(take));
-	take.limit = Min(Max(pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
-	take.direct = ttl_direct_delete_ok(policy, b->rel, t->attnum);
-	if (take.direct)
-		take.cid = GetCurrentCommandId(true);
-	else
-	{
-		take.tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * take.limit);
-		take.xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * take.limit);
-	}
-
+	ttl_take_begin(b, &take);
 	slot = table_slot_create(b->rel, NULL);
-	/* rows in no key order: collect the entries, delete in heap order */
-	sorted = take.direct && t->scattered && !b->cutoff.recheck;
-	if (sorted)
-	{
-		ttl_skip_forget(t);
-		tids = palloc(sizeof(ItemPointerData) * take.limit);
-	}
 	scan = ttl_batch_begin_scan(b);
 	*have_last = false;
-	while ((sorted ? ntids : take.ntids) < take.limit)
+	while (take.ntids < take.limit)
 	{
 		bool		isnull;
 		Datum		key;
@@ -746,22 +799,17 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			MemoryContextSwitchTo(old);
 		}
 
-		if (sorted)
-			tids[ntids++] = *tid;
+		if (index_fetch_heap(scan, slot))
+			dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
 		else
 		{
-			if (index_fetch_heap(scan, slot))
-				dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
-			else
-			{
-				/* no version visible to us: gone for good, or not yet there */
-				dead = !t->skip.tracking ||
-					ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
-			}
-			/* a row left in place, or deleted by a statement yet to run */
-			if (!dead && t->skip.tracking)
-				ttl_skip_stop(t);
+			/* no version visible to us: gone for good, or not yet there */
+			dead = !t->skip.tracking ||
+				ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
 		}
+		/* a row left in place, or deleted by a statement yet to run */
+		if (!dead && t->skip.tracking)
+			ttl_skip_stop(t);
 
 		if (seen % TTL_CLOCK_EVERY == 0)
 		{
@@ -776,33 +824,21 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			}
 		}
 	}
-	if (sorted && ntids >= take.limit)
+	if (take.ntids >= take.limit)
 		stopped = true;
 	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
 
 	/*
-	 * Whether the next batches sort: when most entries in key order point
-	 * at another heap page than the entry before (a random expiry column),
-	 * visiting the rows in index order costs a page switch per row.
+	 * Whether the target is scattered: most entries in key order point at
+	 * another heap page than the entry before (an expiry column filled in
+	 * no time order), so that a drain in key order visits a page once per
+	 * row (see ttl_batch_sweep).
 	 */
 	if (seen >= TTL_MIN_BATCH_ROWS * 4)
 		t->scattered = jumps * 2 > seen;
 
-	if (sorted)
-		ttl_batch_take_sorted(b, slot, tids, ntids, now, &take, result);
-	if (take.ntids >= take.limit)
-		stopped = true;
-	ExecDropSingleTupleTableSlot(slot);
-
-	if (!take.direct)
-	{
-		if (take.ntids > 0)
-			ttl_batch_statement(b, take.tids, take.xmins, take.ntids, result);
-		pfree(take.tids);
-		pfree(take.xmins);
-	}
-	result->tids = NULL;
-	result->xmins = NULL;
+	ttl_take_end(b, &take, result);
 	return stopped;
 }
 
@@ -924,17 +960,47 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 		return TTL_BATCH_MORE;
 	}
 
+	if (t->sweep)
+	{
+		/* the sweep in hand; at its end, the index from the cutoff on */
+		if (ttl_batch_sweep(&b, result))
+			outcome = TTL_BATCH_MORE;
+		else
+		{
+			t->sweep = false;
+			ttl_set_resume(pass, t, b.cutoff.bound);
+			outcome = TTL_BATCH_MORE;
+		}
+		ttl_batch_end(&b);
+		ttl_batch_adapt(&b, result, result->deleted + result->skipped_locked + result->left);
+		return outcome;
+	}
+
 	keycxt = AllocSetContextCreate(CurrentMemoryContext, "ttl_index key",
 								   ALLOCSET_SMALL_SIZES);
 	stopped = ttl_batch_scan(&b, result, keycxt, &have_last, &last_key);
 	outcome = ttl_batch_finish(&b, result, stopped, have_last, last_key);
 
 	/*
+	 * A full batch on a scattered target whose key is a column: sweep the
+	 * heap from here on (ttl_batch_sweep).  Not in a slice, nor for a
+	 * per-row TTL (its key is an expression of the row).
+	 */
+	if (outcome == TTL_BATCH_MORE && t->scattered && t->ttl_attnum == 0 &&
+		!t->parallel && !t->have_stop && result->deleted > 0)
+	{
+		t->sweep = true;
+		t->sweep_next = 0;
+		t->sweep_end = RelationGetNumberOfBlocks(b.rel);
+		ttl_skip_forget(t);
+	}
+
+	/*
 	 * A third full batch in a pass: a backlog worth sharing with helpers
 	 * from here to the cutoff (the worker decides, helper.c).
 	 */
 	if (outcome == TTL_BATCH_MORE && have_last && t->keybyval && !t->parallel &&
-		!t->have_stop && pass->pass_batches >= 2 && result->deleted > 0)
+		!t->have_stop && !t->sweep && pass->pass_batches >= 2 && result->deleted > 0)
 	{
 		pass->split = t;
 		pass->split_from = last_key;
@@ -982,18 +1048,17 @@ ttl_batch_commit_mode(TtlPolicy *policy)
 static bool
 ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
 {
-	Datum		lo;
-	Datum		hi;
-	Datum		from;
+	int64		from;
+	int64		hi;
 	int64		left;
-	int			i = ttl_parallel_claim(&lo, &hi, &from);
+	int			i = ttl_parallel_claim(&from, &hi);
 
 	if (i >= 0)
 	{
 		t->slice = i;
 		t->have_stop = true;
-		t->stop_key = hi;
-		ttl_set_resume(pass, t, from);
+		t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
+		ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, from));
 		return true;
 	}
 	if (i == TTL_CLAIM_BUSY)
@@ -1035,7 +1100,8 @@ ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
 									  info->pass_now, 0, parent);
 	TtlTarget  *t = ttl_target_create(info->relid, info->only, pass->cxt);
 
-	/* shared keys are by value (parallel.c); resolving says the same */
+	/* the shared key's type (by value); resolving says the same */
+	t->keytype = info->keytype;
 	t->keybyval = true;
 	t->keylen = sizeof(Datum);
 	t->parallel = true;
@@ -1047,30 +1113,50 @@ ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
 
 /*
  * ttl_pass_set_slice
- *		A helper's next slice: from `from` up to `stop`.
+ *		A helper's next slice: from ordinal `from` up to `hi`.
  */
 void
-ttl_pass_set_slice(TtlPass *pass, int slice, Datum stop, Datum from)
+ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi)
 {
 	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
 
 	t->slice = slice;
 	t->have_stop = true;
-	t->stop_key = stop;
-	ttl_set_resume(pass, t, from);
+	t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
+	ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, from));
+}
+
+/*
+ * ttl_pass_slice_refresh
+ *		Before a batch in a slice: its end, which another process may have
+ *		moved down by taking the upper half (parallel.c).
+ */
+void
+ttl_pass_slice_refresh(TtlPass *pass)
+{
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+
+		if (t->have_stop)
+			t->stop_key = ttl_key_from_ordinal(t->keytype,
+											   ttl_parallel_slice_end(t->slice));
+	}
 }
 
 /*
  * ttl_pass_slice_resume
- *		Where the helper's slice resumes after its last batch.
+ *		Where the helper's slice resumes after its last batch, as an
+ *		ordinal.
  */
 bool
-ttl_pass_slice_resume(TtlPass *pass, Datum *key)
+ttl_pass_slice_resume(TtlPass *pass, int64 *cur)
 {
 	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
 
-	*key = t->resume_key;
-	return t->have_resume;
+	return t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, cur);
 }
 
 /*
@@ -1157,7 +1243,17 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			result->outcome = TTL_BATCH_MORE;
 			break;
 		}
+		if (t->have_stop)
+			ttl_pass_slice_refresh(pass);
 		outcome = ttl_purge_target(policy, pass, t, result);
+		if (t->have_stop && outcome == TTL_BATCH_MORE && t->have_resume)
+		{
+			int64		cur;
+
+			/* others may take the upper half of what is left */
+			if (ttl_key_ordinal(t->keytype, t->resume_key, &cur))
+				ttl_parallel_progress(t->slice, true, cur, 0, 0);
+		}
 		if (t->have_stop)
 		{
 			/* the end of the slice in hand, or it cannot go on */

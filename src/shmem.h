@@ -21,32 +21,38 @@
 /*
  * A database's large backlog shared with helper processes (parallel.c):
  * the key range of one target cut into slices, each taken by one process
- * at a time.  Under the slots lock; written by the database's worker (the
- * lead: post, finish, cancel) and by the helpers (attach, claim, progress,
- * give back, detach).
+ * at a time; a process with no free slice takes the upper half of the
+ * widest slice another holds.  Keys are ordinals (ttl_key_ordinal): int64
+ * that sort as the keys.  Under the slots lock; written by the database's
+ * worker (the lead: post, end) and by the helpers (attach, detach), and by
+ * both as they claim, progress and release slices.
  */
-
 typedef enum TtlSliceState
 {
-	TTL_SLICE_FREE = 0,
+	TTL_SLICE_UNUSED = 0,
+	TTL_SLICE_FREE,
 	TTL_SLICE_TAKEN,
 	TTL_SLICE_DONE
 } TtlSliceState;
 
+typedef struct TtlSlice
+{
+	uint8		state;
+	pid_t		taken_by;
+	int64		cur;			/* where it resumes: committed progress */
+	int64		hi;				/* it ends below this */
+} TtlSlice;
+
 typedef struct TtlJob
 {
 	uint32		id;				/* bumped at each post */
-	bool		active;			/* posted, not yet finished or cancelled */
+	bool		active;			/* posted, not yet ended */
 	int32		policy_id;
 	Oid			relid;			/* the target */
 	bool		only;
+	Oid			keytype;		/* of the ordinals */
 	TimestampTz pass_now;		/* the lead's pass: the same cutoff */
-	int			nslices;
-	Datum		bounds[TTL_MAX_SLICES + 1]; /* by-value keys */
-	uint8		state[TTL_MAX_SLICES];
-	bool		has_resume[TTL_MAX_SLICES];
-	Datum		resume[TTL_MAX_SLICES]; /* committed progress in the slice */
-	pid_t		taken_by[TTL_MAX_SLICES];
+	TtlSlice	slices[TTL_MAX_SLICES];
 	int			reserved;		/* helpers registered, not yet attached */
 	pid_t		helpers[TTL_MAX_HELPERS];	/* attached, 0 = free */
 	int64		helper_rows;	/* deleted by the helpers, committed */

@@ -182,7 +182,8 @@ extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
 extern bool ttl_key_is_local(Oid typid, int64 unit_ns);
 extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now,
 							   int64 expire_after, TtlCutoff *cutoff);
-extern int	ttl_key_split(Oid typid, Datum lo, Datum hi, int n, Datum *bounds);
+extern bool ttl_key_ordinal(Oid typid, Datum key, int64 *ordinal);
+extern Datum ttl_key_from_ordinal(Oid typid, int64 ordinal);
 extern bool ttl_key_expired(Oid typid, int64 unit_ns, Datum key,
 							const TtlCutoff *cutoff);
 extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key,
@@ -252,7 +253,7 @@ typedef struct TtlTarget
 	TtlPlan    *plan;			/* executor path, made on first use */
 	TtlSkip		skip;			/* kept from pass to pass, like the above */
 	bool		scattered;		/* its rows lie on the heap in no key
-								 * order: batches sort before deleting */
+								 * order (a large backlog is swept) */
 
 	/* progress of the current pass on this table */
 	uint32		writes_at_start;	/* its write counter (writes.c) */
@@ -261,6 +262,10 @@ typedef struct TtlTarget
 	Datum		resume_key;		/* by-reference keys live in cxt's parent */
 	List	   *retry;			/* of TtlTidGroup: rows of a failed batch,
 								 * retried in parts */
+	/* a sweep of the heap in block order (purge.c, ttl_batch_sweep) */
+	bool		sweep;
+	BlockNumber sweep_next;		/* the next block to read */
+	BlockNumber sweep_end;		/* the table's size when the sweep began */
 	/* shared with helpers (parallel.c): the pass takes slices of it */
 	bool		parallel;
 	Datum		job_end;		/* the end of the job's range */
@@ -392,6 +397,7 @@ typedef struct TtlJobInfo
 	Oid			relid;
 	bool		only;
 	TimestampTz pass_now;
+	Oid			keytype;		/* of the shared key */
 	int			helper_index;	/* this helper's place among its worker's */
 } TtlJobInfo;
 
@@ -421,8 +427,9 @@ extern void ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id,
 								  Datum job_end);
 extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
 									MemoryContext parent);
-extern void ttl_pass_set_slice(TtlPass *pass, int slice, Datum stop, Datum from);
-extern bool ttl_pass_slice_resume(TtlPass *pass, Datum *key);
+extern void ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi);
+extern void ttl_pass_slice_refresh(TtlPass *pass);
+extern bool ttl_pass_slice_resume(TtlPass *pass, int64 *cur);
 extern TtlBatchOutcome ttl_purge_slice(TtlPolicy *policy, TtlPass *pass,
 									   TtlBatchResult *result);
 extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
@@ -701,12 +708,13 @@ extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
 #define TTL_CLAIM_BUSY		(-1)
 #define TTL_CLAIM_OVER		(-2)
 
-extern int	ttl_parallel_post(int32 policy_id, Oid relid, bool only,
-							  TimestampTz pass_now, const Datum *bounds,
+extern int	ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
+							  TimestampTz pass_now, int64 lo, int64 hi,
 							  int nslices, int want, int *slotno, uint32 *job_id);
 extern void ttl_parallel_unreserve(void);
-extern int	ttl_parallel_claim(Datum *lo, Datum *hi, Datum *from);
-extern void ttl_parallel_progress(int i, bool have_key, Datum key, int64 rows,
+extern int	ttl_parallel_claim(int64 *from, int64 *hi);
+extern int64 ttl_parallel_slice_end(int i);
+extern void ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows,
 								  int64 left);
 extern void ttl_parallel_release(int i, bool done);
 extern int64 ttl_parallel_end(uint32 job_id, int64 *left);

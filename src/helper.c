@@ -108,7 +108,7 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 						  &slotno, &job_id);
 	if (n <= 0)
 		return;
-	ttl_pass_set_parallel(pass, t, job_id, cutoff.bound);
+	ttl_pass_set_parallel(pass, t, job_id);
 
 	for (int i = 0; i < n; i++)
 	{

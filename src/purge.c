@@ -862,8 +862,8 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 		outcome = TTL_BATCH_DONE;
 	if (have_last)
 		ttl_set_resume(pass, t, last_key);
-	if (outcome != TTL_BATCH_DONE || t->have_stop)
-		return outcome;			/* more to do, or the end of a slice */
+	if (outcome != TTL_BATCH_DONE)
+		return outcome;
 
 	/* everything below the cutoff was dead or deleted: the prefix ends here */
 	if (t->skip.tracking)
@@ -873,6 +873,8 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 		else
 			t->skip.tracking = false;
 	}
+	if (t->have_stop)
+		return outcome;			/* the end of a slice, not of the target */
 
 	/* the next row to expire, past the cutoff */
 	switch (ttl_probe_from(b->policy, t, b->rel, b->irel, b->filter,
@@ -1042,8 +1044,8 @@ ttl_batch_commit_mode(TtlPolicy *policy)
  *		The worker takes the next free slice of the target it shares with
  *		helpers.  Returns false when every free slice is taken by a helper.
  *		When every slice is done, the job ends: the helpers' rows join the
- *		pass, and the target resumes at the end of the job's range (the next
- *		batch finds nothing left there and reads the next expiry).
+ *		pass, and the target's next batches walk the range again from the
+ *		known-dead prefix up to the cutoff.
  */
 static bool
 ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
@@ -1055,6 +1057,17 @@ ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
 
 	if (i >= 0)
 	{
+		int64		at;
+
+		/*
+		 * The known-dead prefix goes on only through the worker's first
+		 * slice, which starts where the worker stood: the others start
+		 * elsewhere.
+		 */
+		if (t->skip.tracking &&
+			!(t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, &at) &&
+			  at == from))
+			ttl_skip_forget(t);
 		t->slice = i;
 		t->have_stop = true;
 		t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
@@ -1067,25 +1080,31 @@ ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
 	pass->pass_left += left;
 	pass->job_id = 0;
 	t->parallel = false;
-	ttl_set_resume(pass, t, t->job_end);
+
+	/*
+	 * Walk the range once more from the known-dead prefix, as a pass's
+	 * start does: the helpers' entries, all dead now, join the prefix (the
+	 * views' probes start past it), and a row inserted meanwhile with a key
+	 * below the cutoff is deleted.  The batches find few rows: bounded by
+	 * time as any other.
+	 */
+	t->have_resume = false;
 	return true;
 }
 
 /*
  * ttl_pass_set_parallel
- *		Job job_id is posted for target t, up to job_end: its batches take
- *		slices from now on.  The known-dead prefix is not kept across a
- *		shared drain (the slices end out of order): the next pass records it
- *		anew.
+ *		Job job_id is posted for target t, up to the cutoff: its batches take
+ *		slices from now on.  The known-dead prefix goes on through the
+ *		worker's first slice (contiguous with it) and ends there; the next
+ *		pass extends it over the helpers' ranges as it walks them.
  */
 void
-ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id, Datum job_end)
+ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id)
 {
 	t->parallel = true;
-	t->job_end = job_end;
 	t->have_stop = false;
 	pass->job_id = job_id;
-	ttl_skip_forget(t);
 }
 
 /*

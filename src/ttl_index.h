@@ -268,7 +268,6 @@ typedef struct TtlTarget
 	BlockNumber sweep_end;		/* the table's size when the sweep began */
 	/* shared with helpers (parallel.c): the pass takes slices of it */
 	bool		parallel;
-	Datum		job_end;		/* the end of the job's range */
 	bool		have_stop;		/* a slice in hand: scan below stop_key */
 	Datum		stop_key;
 	int			slice;
@@ -423,8 +422,7 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
 extern void ttl_batch_commit_mode(TtlPolicy *policy);
-extern void ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id,
-								  Datum job_end);
+extern void ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id);
 extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
 									MemoryContext parent);
 extern void ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi);

@@ -5,7 +5,8 @@
 # preloaded (settings at their defaults unless a scenario says otherwise).
 #
 #   1. backlog throughput: 2.4M expired rows of 3M, drained by a plain DELETE,
-#      the pg_cron pattern, ttl_runner() and the background worker
+#      the pg_cron pattern, ttl_runner() and the background worker, alone
+#      and with its helpers
 #   2. expiry lag under steady inserts of about 5,000 rows/s
 #   3. fairness: 20 small tables whose rows expire while an 8M-row backlog drains
 #   4. foreground impact: an app's pgbench workload while the worker is
@@ -26,7 +27,7 @@
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
 # the run, two PNG charts drawn with gnuplot) go to DIR (default
-# test/bench/results/).  The full run takes about 17 minutes on 2 cores;
+# test/bench/results/).  The full run takes about 25 minutes on 2 cores;
 # --smoke (tiny sizes, about 45 s) only checks that the harness works and
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
@@ -95,7 +96,7 @@ teepid=$!
 command -v $PGBIN/pgbench >/dev/null || { echo "run.sh: $PGBIN/pgbench not found" >&2; exit 1; }
 
 started=$(date +%s)
-echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 17 minutes on 2 cores")), results in $out"
+echo "== ttl_index benchmark ($([ $smoke = 1 ] && echo "smoke run: tiny sizes, targets not checked" || echo "full run, about 25 minutes on 2 cores")), results in $out"
 
 # ---------------------------------------------------------------- server
 sb=$([ $smoke = 1 ] && echo 256MB || echo 1GB)

@@ -26,7 +26,9 @@
  * on a later backlog.
  *
  * A helper's changes carry a replication origin of its own when the
- * worker's would carry one (origin.c); a helper that cannot get one leaves.
+ * worker's would carry one (origin.c); a helper that cannot get one leaves,
+ * and a helper that leaves drops it (its replication state would stay
+ * taken otherwise).
  *
  * A helper connects as the bootstrap superuser with the worker's pinned
  * settings, and runs every batch as the table owner, as the worker does
@@ -329,5 +331,6 @@ ttl_helper_main(Datum main_arg)
 	ereport(DEBUG1,
 			(errmsg_internal("ttl_index helper of policy %d leaves after %lld rows: %s",
 							 policy.id, (long long) pass->pass_rows, why)));
+	ttl_origin_helper_done();
 	proc_exit(0);
 }

@@ -165,6 +165,49 @@ ttl_origin_for_helper(int k)
 }
 
 /*
+ * ttl_origin_helper_done
+ *		A helper leaves: its origin is dropped.  PostgreSQL keeps an origin's
+ *		replication state (one of max_replication_slots, or of
+ *		max_active_replication_origins from 18) for as long as the origin
+ *		exists, even with no session on it; the helpers' would take them
+ *		from subscriptions for good.  The next helper with this number
+ *		creates it again.  A failure is only logged (DEBUG1): the origin
+ *		stays, for that next helper.
+ */
+void
+ttl_origin_helper_done(void)
+{
+	char		name[NAMEDATALEN];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (HelperIndex < 0 || SessionOrigin == InvalidRepOriginId)
+		return;
+	replorigin_session_reset();
+	SessionOrigin = InvalidRepOriginId;
+	snprintf(name, sizeof(name), "ttl_index_%u_helper%d", MyDatabaseId, HelperIndex);
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		replorigin_drop_by_name(name, true, true);
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(DEBUG1,
+				(errmsg_internal("ttl_index helper could not drop replication origin \"%s\": %s",
+								 name, edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * ttl_origin_batch_begin
  *		Before a batch's transaction starts: mark it with the origin, or
  *		not, as the policy wants.  Returns false when the policy wants the

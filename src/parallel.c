@@ -53,6 +53,13 @@ static uint32 HelperJob = 0;
 static void ttl_parallel_detach(int code, Datum arg);
 
 /*
+ * The slot and job a helper attached to, while they are still its own: the
+ * launcher may have freed and reused the slot for another database.
+ */
+#define HELPER_JOB_OK(slot) \
+	((slot)->dboid == MyDatabaseId && (slot)->job.id == HelperJob)
+
+/*
  * ttl_parallel_lead_slot
  *		The slot of our database when this process is its worker, else
  *		NULL.  Caller holds the slots lock.
@@ -208,7 +215,7 @@ ttl_parallel_claim(int64 *from, int64 *hi)
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
 	job = slot != NULL ? &slot->job : NULL;
-	if (job != NULL && job->active && (HelperSlot == NULL || job->id == HelperJob))
+	if (job != NULL && job->active && (HelperSlot == NULL || HELPER_JOB_OK(slot)))
 	{
 		for (int i = 0; i < TTL_MAX_SLICES; i++)
 		{
@@ -242,19 +249,25 @@ ttl_parallel_claim(int64 *from, int64 *hi)
 /*
  * ttl_parallel_slice_end
  *		Before each batch in slice i: where the slice ends now (another
- *		process may have taken its upper half).
+ *		process may have taken its upper half).  Returns false when the job
+ *		is no longer this process's: the caller keeps the end it had.
  */
-int64
-ttl_parallel_slice_end(int i)
+bool
+ttl_parallel_slice_end(int i, int64 *hi)
 {
 	TtlDbSlot  *slot;
-	int64		hi;
+	bool		found = false;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
-	hi = slot != NULL ? slot->job.slices[i].hi : PG_INT64_MIN;
+	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
+		slot->job.slices[i].taken_by == MyProcPid)
+	{
+		*hi = slot->job.slices[i].hi;
+		found = true;
+	}
 	LWLockRelease(ttl_shmem_slots_lock());
-	return hi;
+	return found;
 }
 
 /*
@@ -270,7 +283,7 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left)
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
-	if (slot != NULL && (HelperSlot == NULL || slot->job.id == HelperJob) &&
+	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
 		slot->job.slices[i].taken_by == MyProcPid)
 	{
 		if (have_cur && cur > slot->job.slices[i].cur)
@@ -294,7 +307,7 @@ ttl_parallel_release(int i, bool done)
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
-	if (slot != NULL && (HelperSlot == NULL || slot->job.id == HelperJob) &&
+	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
 		slot->job.slices[i].taken_by == MyProcPid)
 	{
 		slot->job.slices[i].state = done ? TTL_SLICE_DONE : TTL_SLICE_FREE;
@@ -400,10 +413,10 @@ ttl_parallel_detach(int code, Datum arg)
 	{
 		TtlJob	   *job = &HelperSlot->job;
 
-		for (int i = 0; i < TTL_MAX_HELPERS; i++)
+		for (int i = 0; i < TTL_MAX_HELPERS && HelperSlot->dboid == MyDatabaseId; i++)
 			if (job->helpers[i] == MyProcPid)
 				job->helpers[i] = 0;
-		if (job->id == HelperJob)
+		if (HELPER_JOB_OK(HelperSlot))
 		{
 			for (int i = 0; i < TTL_MAX_SLICES; i++)
 			{
@@ -434,7 +447,7 @@ ttl_parallel_must_stop(void)
 	bool		stop;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
-	stop = HelperSlot == NULL || HelperSlot->job.id != HelperJob ||
+	stop = HelperSlot == NULL || !HELPER_JOB_OK(HelperSlot) ||
 		!HelperSlot->job.active || HelperSlot->pid == 0 ||
 		HelperSlot->blocked_until > GetCurrentTimestamp();
 	LWLockRelease(ttl_shmem_slots_lock());

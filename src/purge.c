@@ -522,6 +522,7 @@ ttl_batch_begin_scan(TtlBatch *b)
 	int			nkeys = 0;
 	bool		have_from = false;
 	Datum		from = (Datum) 0;
+	Datum		bound;
 	IndexScanDesc scan;
 
 	if (t->have_resume)
@@ -537,10 +538,21 @@ ttl_batch_begin_scan(TtlBatch *b)
 		ScanKeyInit(&keys[nkeys++], 1, BTGreaterEqualStrategyNumber,
 					ttl_btree_proc(b->irel, t->keytype, BTGreaterEqualStrategyNumber),
 					t->have_resume ? t->resume_key : from);
-	/* a slice (parallel.c) ends below the cutoff */
+	/*
+	 * A slice (parallel.c) ends at its stop key, never past the cutoff: the
+	 * slices were cut from a cutoff that a changed policy or key type may
+	 * have moved since.
+	 */
+	bound = b->cutoff.bound;
+	if (t->have_stop &&
+		DatumGetBool(OidFunctionCall2Coll(ttl_btree_proc(b->irel, t->keytype,
+														 BTLessStrategyNumber),
+										  b->irel->rd_indcollation[0],
+										  t->stop_key, b->cutoff.bound)))
+		bound = t->stop_key;
 	ScanKeyInit(&keys[nkeys++], 1, BTLessStrategyNumber,
 				ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber),
-				t->have_stop ? t->stop_key : b->cutoff.bound);
+				bound);
 
 	scan = ttl_index_beginscan(b->rel, b->irel, GetActiveSnapshot(), nkeys, 0);
 	scan->xs_want_itup = true;
@@ -696,6 +708,8 @@ ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
 	bool		stopped = false;
 	TimestampTz now = GetCurrentTimestamp();
 
+	/* VACUUM may have truncated the table since the sweep began */
+	t->sweep_end = Min(t->sweep_end, RelationGetNumberOfBlocks(b->rel));
 	if (t->sweep_next >= t->sweep_end)
 		return false;
 	fmgr_info(ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber), &less);
@@ -711,6 +725,8 @@ ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
 		Datum		key;
 
 		CHECK_FOR_INTERRUPTS();
+		if (here < block)
+			break;				/* wrapped around: the sweep is over */
 		if (here != block)
 		{
 			/* a page's end: stop here if the batch is full or its time up */
@@ -984,12 +1000,13 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	outcome = ttl_batch_finish(&b, result, stopped, have_last, last_key);
 
 	/*
-	 * A full batch on a scattered target whose key is a column: sweep the
-	 * heap from here on (ttl_batch_sweep).  Not in a slice, nor for a
+	 * A third full batch in a pass on a scattered target whose key is a
+	 * column: sweep the heap from here on (ttl_batch_sweep).  Not in a slice, nor for a
 	 * per-row TTL (its key is an expression of the row).
 	 */
 	if (outcome == TTL_BATCH_MORE && t->scattered && t->ttl_attnum == 0 &&
-		!t->parallel && !t->have_stop && result->deleted > 0)
+		!t->parallel && !t->have_stop && pass->pass_batches >= 2 &&
+		result->deleted > 0)
 	{
 		t->sweep = true;
 		t->sweep_next = 0;
@@ -1158,10 +1175,10 @@ ttl_pass_slice_refresh(TtlPass *pass)
 	foreach(lc, pass->targets)
 	{
 		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+		int64		hi;
 
-		if (t->have_stop)
-			t->stop_key = ttl_key_from_ordinal(t->keytype,
-											   ttl_parallel_slice_end(t->slice));
+		if (t->have_stop && ttl_parallel_slice_end(t->slice, &hi))
+			t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
 	}
 }
 

@@ -443,6 +443,7 @@ extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
  */
 extern bool ttl_origin_batch_begin(TtlPolicy *policy);
 extern void ttl_origin_for_helper(int k);
+extern void ttl_origin_helper_done(void);
 extern void ttl_origin_batch_end(void);
 extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
@@ -711,7 +712,7 @@ extern int	ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
 							  int nslices, int want, int *slotno, uint32 *job_id);
 extern void ttl_parallel_unreserve(void);
 extern int	ttl_parallel_claim(int64 *from, int64 *hi);
-extern int64 ttl_parallel_slice_end(int i);
+extern bool ttl_parallel_slice_end(int i, int64 *hi);
 extern void ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows,
 								  int64 left);
 extern void ttl_parallel_release(int i, bool done);

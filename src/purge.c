@@ -1052,6 +1052,13 @@ ttl_batch_commit_mode(TtlPolicy *policy)
 	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
 		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
 		return;
+
+	/*
+	 * While the application writes, a batch flushes its own WAL: else the
+	 * next commit of the application would, and pay for it.
+	 */
+	if (ttl_yield_in_worker && ttl_yield_busy())
+		return;
 	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 }

@@ -1047,13 +1047,28 @@ VACUUM ANALYZE $t;
 SQL
 }
 
+# s10_wait_pass TABLE ROWS T0: wait (up to 600 s) until the worker's log
+# lines for TABLE count ROWS deleted; print the ms from T0 (epoch seconds,
+# server clock) to the last of them
+s10_wait_pass() {
+	local t=$1 rows=$2 t0=$3 i n last
+	for i in $(seq 1 60000); do
+		n=$(grep -o "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" | awk '{n += $3} END {print n + 0}')
+		[ "$n" -ge "$rows" ] && break
+		sleep 0.01
+	done
+	[ "$n" -ge "$rows" ] || die "scenario 10: the worker did not delete $rows rows from $t within 600 s"
+	last=$(grep "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" | tail -1 | awk '{print $1 " " $2}')
+	calc "($(date -u -d "$last" +%s.%N) - $t0) * 1000"
+}
+
 s10() {
 	local shapes="p40 p100 p500 toast idx3 random" shape r m t rows expired l0 l1 ms n key after
 	declare -A what=([p40]="40-byte payload" [p100]="100-byte payload" [p500]="500-byte payload"
 		[toast]="100 B + 2 KB TOASTed text" [idx3]="100 B + 3 secondary indexes" [random]="100 B, expiry at random")
 	echo
 	echo "== 10. row shapes: $(fmt $s10_rows) rows ($(fmt $s10_toast_rows) TOASTed), 80% expired, primary key + btree on the expiry, median of $s10_runs run(s)"
-	echo "   per shape two identical tables; CHECKPOINT before each method; the worker's time runs from ttl_create_index() to its counter"
+	echo "   per shape two identical tables; CHECKPOINT before each method; the worker's time runs from ttl_create_index() to the log line of its pass"
 	printf 'run\tshape\tmethod\tseconds\twal_bytes\n' > "$out/s10_runs.tsv"
 	worker on
 	for r in $(seq 1 "$s10_runs"); do
@@ -1070,14 +1085,15 @@ s10() {
 				l0=$(lsn)
 				case $m in
 					delete) ms=$(timed <<<"DELETE FROM $t WHERE $key < now() - $after * interval '1 s';" | sed -n 1p) ;;
-					worker) ms=$(timed <<SQL | sed -n 1p
-CALL bench_open('s10_${shape}_$r', NULL);
-SELECT ttl_create_index('$t', '$key', $after);
-CALL bench_wait_deleted('s10_${shape}_$r', '$t', $expired, 600, 0.02);
-SQL
-						)
-						[ "$(sql "SELECT reached FROM bench_event WHERE label = 's10_${shape}_$r'")" = t ] ||
-							die "scenario 10: the worker did not delete $expired rows from $t within 600 s" ;;
+					# from the server's clock before ttl_create_index() to the
+					# worker's log line of the pass that deleted the rows
+					# (nothing polls the server meanwhile: a look at
+					# ttl_index_stats walks the drained index entries)
+					worker) t0=$(sql "SELECT extract(epoch FROM clock_timestamp())")
+						sql "SELECT ttl_create_index('$t', '$key', $after)" >/dev/null
+						ms=$(s10_wait_pass "$t" "$expired" "$t0")
+						[ "$(deleted "$t")" = "$expired" ] ||
+							die "scenario 10: the worker's counter for $t is not $expired" ;;
 				esac
 				l1=$(lsn)
 				printf '%s\t%s\t%s\t%s\t%s\n' "$r" $shape $m "$(calc "$ms / 1000")" "$(walbytes "$l0" "$l1")" >> "$out/s10_runs.tsv"
@@ -1106,7 +1122,7 @@ SQL
 			"$(calc "$dwal / $expired" 1)" "$(calc "$wwal / $expired" 1)" >> "$out/s10_shapes.tsv"
 		if [ -z "$worst" ] || [ "$(le "$ratio" "$worst")" = 1 ]; then worst=$ratio; fi
 	done
-	echo "  (ratio: the plain DELETE's time over the worker's, wall time from ttl_create_index() to its counter; WAL/r: bytes of WAL per deleted row)"
+	echo "  (ratio: the plain DELETE's time over the worker's, wall time from ttl_create_index() to the end of the pass that deleted the rows; WAL/r: bytes of WAL per deleted row)"
 	target 10 "worker vs plain DELETE, slowest shape" "${worst}x" ">= 1.0x" "$(le 1 "$worst")"
 }
 

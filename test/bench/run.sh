@@ -1053,7 +1053,7 @@ SQL
 s10_wait_pass() {
 	local t=$1 rows=$2 t0=$3 i n last
 	for i in $(seq 1 60000); do
-		n=$(grep -o "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" | awk '{n += $3} END {print n + 0}')
+		n=$({ grep -o "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" || true; } | awk '{n += $3} END {print n + 0}')
 		[ "$n" -ge "$rows" ] && break
 		sleep 0.01
 	done

@@ -118,8 +118,6 @@ typedef struct TtlBatch
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
 	instr_time	start;
-	bool		have_first;		/* the first key the scan read */
-	Datum		first_key;		/* (by-value keys only) */
 } TtlBatch;
 
 /*
@@ -797,11 +795,6 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
 						 *have_last, *last_key);
 		*have_last = !isnull;
-		if (*have_last && !b->have_first && t->keybyval)
-		{
-			b->have_first = true;
-			b->first_key = key;
-		}
 		if (*have_last && t->keybyval)
 			*last_key = key;
 		else if (*have_last)

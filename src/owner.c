@@ -254,7 +254,9 @@ ttl_owner_enter(Oid owner, TtlOwnerSave *save)
 	ttl_set("statement_timeout", "0");
 	ttl_set("idle_in_transaction_session_timeout", "0");
 	ttl_set("idle_session_timeout", "0");
+#if PG_VERSION_NUM >= 170000
 	ttl_set("transaction_timeout", "0");
+#endif
 }
 
 /*

@@ -13,6 +13,7 @@ OBJS = \
 	src/api.o \
 	src/backlog.o \
 	src/catalog.o \
+	src/citus.o \
 	src/expiry.o \
 	src/filter.o \
 	src/held.o \

@@ -548,10 +548,7 @@ ttl_api_index_one(TtlPolicy *policy, Oid relid)
 	created = ttl_created_index(relid, t->attnum);
 	if (OidIsValid(created) && created != indexoid)
 	{
-		ObjectAddress obj;
-
-		ObjectAddressSet(obj, RelationRelationId, created);
-		performDeletion(&obj, DROP_RESTRICT, 0);
+		ttl_drop_created(created);
 		CommandCounterIncrement();
 	}
 	if (!OidIsValid(indexoid))
@@ -685,6 +682,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 
 	/* ShareLock: we may build an index, and the table must not change under us */
 	rel = ttl_api_open_table(policy.relid, ShareLock);
+	ttl_citus_refuse(policy.relid, false);
 	ttl_api_policy_columns(rel, &policy);
 	has_children = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass;
 	table_close(rel, NoLock);
@@ -817,12 +815,7 @@ ttl_api_drop_created(Relation rel, AttrNumber attnum)
 			continue;
 		created = ttl_created_index(table, a);
 		if (OidIsValid(created))
-		{
-			ObjectAddress obj;
-
-			ObjectAddressSet(obj, RelationRelationId, created);
-			performDeletion(&obj, DROP_RESTRICT, 0);
-		}
+			ttl_drop_created(created);
 	}
 }
 

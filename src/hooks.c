@@ -269,12 +269,7 @@ ttl_drop_created_indexes(void)
 		Oid			indexoid = ttl_created_index(p->relid, p->attnum);
 
 		if (OidIsValid(indexoid))
-		{
-			ObjectAddress obj;
-
-			ObjectAddressSet(obj, RelationRelationId, indexoid);
-			performDeletion(&obj, DROP_RESTRICT, 0);
-		}
+			ttl_drop_created(indexoid);
 	}
 	CommandCounterIncrement();
 }

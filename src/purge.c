@@ -299,6 +299,7 @@ ttl_batch_begin(TtlBatch *b)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an ordinary heap table",
 						RelationGetRelationName(b->rel))));
+	ttl_citus_refuse(t->relid, true);
 
 	b->errcallback.callback = ttl_purge_errcontext;
 	b->errcallback.arg = b;

@@ -25,6 +25,7 @@
  *				owner.c      whose rights and settings user code runs with
  *				expiry.c     time arithmetic: cutoffs, instants, units
  *				catalog.c    reading the policy catalog
+ *				citus.c      Citus tables: telling them, dropping their indexes
  *	shared		stats.c      per-policy counters
  *				writes.c     which tables were written, noted at commit
  *				yield.c      giving way to the application
@@ -134,6 +135,22 @@ extern List *ttl_load_policies(MemoryContext cxt);
 extern bool ttl_policy_equal(TtlPolicy *a, TtlPolicy *b);
 extern bool ttl_publications_exist(void);
 extern Oid	ttl_created_index(Oid relid, AttrNumber attnum);
+
+/* ----------
+ * Citus tables (citus.c)
+ * ----------
+ */
+typedef enum TtlCitusKind
+{
+	TTL_CITUS_NONE,				/* not in Citus's metadata, or no Citus */
+	TTL_CITUS_DISTRIBUTED,
+	TTL_CITUS_REFERENCE,
+	TTL_CITUS_LOCAL				/* a local table added to the metadata */
+} TtlCitusKind;
+
+extern TtlCitusKind ttl_citus_kind(Oid relid);
+extern void ttl_citus_refuse(Oid relid, bool has_policy);
+extern void ttl_drop_created(Oid indexoid);
 
 /* ----------
  * Whose rights and settings (owner.c)

@@ -17,7 +17,7 @@ my @floors = (
 	[qw(api.c views.c runner.c)],
 	[qw(launcher.c worker.c helper.c hooks.c)],
 	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c)],
-	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c)],
+	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
 );
 my %floor;

@@ -12,7 +12,8 @@
 #       the .deb this tree builds (debian/, dpkg-buildpackage), so the suite
 #       also proves the package
 #   16  PostgreSQL 16.2, built from ../shared/sources with assertions on
-#   18  PostgreSQL 18.3, likewise
+#   18  PostgreSQL 18.3, likewise, with Citus 14.0.1 built into it (the
+#       Citus test, t/021_citus.pl, runs there and skips elsewhere)
 #
 # The source builds are made once per machine and cached (test/pg_build.sh).
 # Every server log of a version's run is read afterwards: a "TRAP:" (failed
@@ -54,6 +55,10 @@ has_suite() { [[ " $suites " == *" $1 "* ]]; }
 pg_config_for() {
 	if [ "$1" = 15 ]; then
 		echo /usr/lib/postgresql/15/bin/pg_config
+	elif [ "$1" = 18 ]; then
+		# with Citus 14.0.1 installed into it, for test/t/021_citus.pl
+		# (Citus 14 builds against 16 to 18; 18 is the one we test it on)
+		echo "$(bash "$here/test/pg_build.sh" citus 18)/pg_config"
 	else
 		echo "$(bash "$here/test/pg_build.sh" "$1")/pg_config"
 	fi

@@ -5,9 +5,9 @@
  *	  one large backlog with it, each taking slices of the key range
  *	  (parallel.c) and deleting in batches of its own.
  *
- * When.  A pass whose third full batch still stops short of the cutoff on
- * a target (purge.c) offers it; the worker starts up to
- * ttl_index.max_parallel_workers helpers when:
+ * When.  A pass whose second full batch (third on a scattered target)
+ * still stops short of the cutoff on a target (purge.c) offers it; the
+ * worker starts up to ttl_index.max_parallel_workers helpers when:
  *	- the key can be cut (timestamps, dates, integer and float8 epochs);
  *	- no rate limit applies (ttl_index.rate_limit, the policy's): one
  *	  process keeps to it more simply than several;

@@ -1010,6 +1010,15 @@ ttl_worker_main(Datum main_arg)
 		else
 			ttl_slot_set_phase("disabled");
 
+		/*
+		 * A wake-up that came while we ran may have had its latch consumed
+		 * by a wait inside PostgreSQL (a lock or buffer wait resets the
+		 * process latch): look at the generation again rather than sleep
+		 * through it.
+		 */
+		if (sleep_ms > 0 && Loaded && ttl_slot_generation() != LoadedGeneration)
+			sleep_ms = 0;
+
 		if (sleep_ms > 0)
 		{
 			/* report what is still pending before a sleep */

@@ -194,6 +194,8 @@ ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
 	TtlPass    *previous = pass->previous;
 	ListCell   *lc;
 
+	/* once a pass, not once a batch: a table distributed since its policy */
+	ttl_citus_refuse(policy->relid, true);
 	pass->targets = ttl_targets_list(policy, pass->cxt);
 	pass->listed = true;
 	foreach(lc, pass->targets)
@@ -299,7 +301,6 @@ ttl_batch_begin(TtlBatch *b)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an ordinary heap table",
 						RelationGetRelationName(b->rel))));
-	ttl_citus_refuse(t->relid, true);
 
 	b->errcallback.callback = ttl_purge_errcontext;
 	b->errcallback.arg = b;

@@ -682,7 +682,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 
 	/* ShareLock: we may build an index, and the table must not change under us */
 	rel = ttl_api_open_table(policy.relid, ShareLock);
-	ttl_citus_refuse(policy.relid, false);
+	ttl_citus_check_create(&policy);
 	ttl_api_policy_columns(rel, &policy);
 	has_children = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass;
 	table_close(rel, NoLock);

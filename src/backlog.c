@@ -117,12 +117,14 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 }
 
 /*
- * ttl_backlog_estimate
- *		Estimate how many rows of the policy's table have expired at `now`.
- *		Returns false when the table has no statistics to go by.
+ * ttl_backlog_table
+ *		Estimate how many rows of one table, holding the policy's column as
+ *		attnum, have expired at `now`.  Returns false when the table has no
+ *		statistics to go by.
  */
-bool
-ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
+static bool
+ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
+				  TimestampTz now, double *rows)
 {
 	HeapTuple	statstup;
 	AttStatsSlot sslot;
@@ -140,18 +142,18 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 	 */
 	if (policy->ttl_column != NULL || policy->filter != NULL ||
 		policy->soft_column != NULL ||
-		get_rel_relkind(policy->relid) != RELKIND_RELATION)
+		get_rel_relkind(relid) != RELKIND_RELATION)
 		return false;
-	typid = getBaseType(get_atttype(policy->relid, policy->attnum));
+	typid = getBaseType(get_atttype(relid, attnum));
 	if (!ttl_key_type_ok(typid, policy->unit_ns))
 		return false;
-	tuples = ttl_backlog_tuples(policy->relid);
+	tuples = ttl_backlog_tuples(relid);
 	if (tuples < 0)
 		return false;
 
 	statstup = SearchSysCache3(STATRELATTINH,
-							   ObjectIdGetDatum(policy->relid),
-							   Int16GetDatum(policy->attnum),
+							   ObjectIdGetDatum(relid),
+							   Int16GetDatum(attnum),
 							   BoolGetDatum(false));
 	if (!HeapTupleIsValid(statstup))
 		return false;
@@ -183,5 +185,37 @@ ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
 	selectivity = mcv_expired + hist_fraction * Max(0.0, 1.0 - nullfrac - mcv_total);
 	selectivity = Min(Max(selectivity, 0.0), 1.0);
 	*rows = selectivity * tuples;
+	return true;
+}
+
+/*
+ * ttl_backlog_estimate
+ *		Estimate how many rows of the policy's table have expired at `now`:
+ *		on a Citus distributed table, of the shard placements of this node.
+ *		Returns false when the table (or a shard) has no statistics to go
+ *		by.
+ */
+bool
+ttl_backlog_estimate(TtlPolicy *policy, TimestampTz now, double *rows)
+{
+	List	   *shards;
+	ListCell   *lc;
+
+	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+		return ttl_backlog_table(policy, policy->relid, policy->attnum, now, rows);
+
+	*rows = 0;
+	shards = ttl_citus_shards(policy->relid);
+	foreach(lc, shards)
+	{
+		Oid			shard = lfirst_oid(lc);
+		AttrNumber	attnum = get_attnum(shard, policy->column_name);
+		double		n;
+
+		if (attnum == InvalidAttrNumber ||
+			!ttl_backlog_table(policy, shard, attnum, now, &n))
+			return false;
+		*rows += n;
+	}
 	return true;
 }

@@ -166,6 +166,51 @@ ttl_interval_usecs(Interval *span)
 }
 
 /*
+ * ttl_policy_from_tuple
+ *		A policy from a row of the query ttl_load_policies runs (or of the
+ *		same columns, read from ttl_index_citus_policy by citus.c).
+ */
+static TtlPolicy *
+ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
+{
+	MemoryContext old;
+	TtlPolicy  *p;
+	bool		isnull;
+	Datum		d;
+	char	   *action;
+
+	old = MemoryContextSwitchTo(cxt);
+	p = palloc0(sizeof(TtlPolicy));
+	p->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	p->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	p->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
+	p->column_name = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+	p->expire_after =
+		ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
+	p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+	d = SPI_getbinval(tup, desc, 8, &isnull);
+	p->ttl_column = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 9, &isnull);
+	p->filter = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 10, &isnull);
+	p->unit_ns = isnull ? 0 : ttl_unit_parse(TextDatumGetCString(d));
+	action = TextDatumGetCString(SPI_getbinval(tup, desc, 11, &isnull));
+	p->action = strcmp(action, "archive") == 0 ? TTL_ACTION_ARCHIVE :
+		strcmp(action, "soft_delete") == 0 ? TTL_ACTION_SOFT_DELETE :
+		TTL_ACTION_DELETE;
+	d = SPI_getbinval(tup, desc, 12, &isnull);
+	p->archive_relid = isnull ? InvalidOid : DatumGetObjectId(d);
+	d = SPI_getbinval(tup, desc, 13, &isnull);
+	p->soft_column = isnull ? NULL : TextDatumGetCString(d);
+	p->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 14, &isnull));
+	d = SPI_getbinval(tup, desc, 15, &isnull);
+	p->replication_origin = isnull ? -1 : DatumGetBool(d) ? 1 : 0;
+	MemoryContextSwitchTo(old);
+	return p;
+}
+
+/*
  * ttl_load_policies
  *		Read every policy of the current database, in id order, into cxt.
  *		Connects to SPI for the time of the read.
@@ -208,43 +253,50 @@ ttl_load_policies(MemoryContext cxt)
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		MemoryContext old;
-		TtlPolicy  *p;
-		bool		isnull;
-		Datum		d;
-		char	   *action;
+		TtlPolicy  *p = ttl_policy_from_tuple(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, cxt);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
 
-		old = MemoryContextSwitchTo(cxt);
-		p = palloc0(sizeof(TtlPolicy));
-		p->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		p->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		p->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
-		p->column_name = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
-		p->expire_after =
-			ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
-		p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-		p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
-		d = SPI_getbinval(tup, desc, 8, &isnull);
-		p->ttl_column = isnull ? NULL : TextDatumGetCString(d);
-		d = SPI_getbinval(tup, desc, 9, &isnull);
-		p->filter = isnull ? NULL : TextDatumGetCString(d);
-		d = SPI_getbinval(tup, desc, 10, &isnull);
-		p->unit_ns = isnull ? 0 : ttl_unit_parse(TextDatumGetCString(d));
-		action = TextDatumGetCString(SPI_getbinval(tup, desc, 11, &isnull));
-		p->action = strcmp(action, "archive") == 0 ? TTL_ACTION_ARCHIVE :
-			strcmp(action, "soft_delete") == 0 ? TTL_ACTION_SOFT_DELETE :
-			TTL_ACTION_DELETE;
-		d = SPI_getbinval(tup, desc, 12, &isnull);
-		p->archive_relid = isnull ? InvalidOid : DatumGetObjectId(d);
-		d = SPI_getbinval(tup, desc, 13, &isnull);
-		p->soft_column = isnull ? NULL : TextDatumGetCString(d);
-		p->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 14, &isnull));
-		d = SPI_getbinval(tup, desc, 15, &isnull);
-		p->replication_origin = isnull ? -1 : DatumGetBool(d) ? 1 : 0;
 		result = lappend(result, p);
 		MemoryContextSwitchTo(old);
+	}
+
+	/*
+	 * On a Citus node other than the coordinator, the policies on
+	 * distributed tables come from this node's copy of
+	 * ttl_index_citus_policy.  An id a local policy has taken hides the
+	 * Citus policy; say so, since its shards here go unpurged.
+	 */
+	sql = ttl_citus_policies_sql(ttl_catalog_namespace(true));
+	if (sql != NULL)
+	{
+		ret = SPI_execute(sql, true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "could not read the ttl_index Citus policies: %s",
+				 SPI_result_code_string(ret));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			TtlPolicy  *p = ttl_policy_from_tuple(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, cxt);
+			ListCell   *lc;
+			bool		taken = false;
+
+			foreach(lc, result)
+				taken |= ((TtlPolicy *) lfirst(lc))->id == p->id;
+			if (taken)
+				ereport(WARNING,
+						(errmsg("ttl_index: the policy on Citus table \"%s\" is not purged on this node",
+								get_rel_name(p->relid)),
+						 errdetail("Policy id %d is taken by a policy of this node.", p->id)));
+			else
+			{
+				MemoryContext old = MemoryContextSwitchTo(cxt);
+
+				p->citus_copy = true;
+				result = lappend(result, p);
+				MemoryContextSwitchTo(old);
+			}
+		}
 	}
 	SPI_finish();
 	return result;

@@ -2,21 +2,36 @@
  *
  * citus.c
  *	  What ttl_index does differently on a server where Citus is installed:
- *	  telling a Citus table from a plain one, and dropping the indexes
- *	  ttl_create_index() made through the path Citus propagates.
+ *	  telling a Citus table from a plain one, the policies on distributed
+ *	  tables as each node reads them, the shard placements a node purges,
+ *	  and dropping the indexes ttl_create_index() made through the path
+ *	  Citus propagates.
  *
- * On a Citus coordinator, a distributed table, a reference table and a
- * local table added to Citus's metadata are shells: their rows live in
- * shard tables (on the worker nodes, or under another name on this one).
- * Purging the shell finds nothing and would report a false "nothing
- * expired".  Until policies are resolved to shard placements on every node,
- * ttl_create_index() refuses such a table, and a pass whose table became
- * one (create_distributed_table() after the policy) fails the policy with
- * the same error, so that ttl_index_stats shows it rather than a lag of 0.
+ * Distributed tables.  On a Citus coordinator a distributed table is a
+ * shell: its rows live in shard tables, each placed on one node (the
+ * coordinator too, when it holds shards).  A policy on one is made on the
+ * coordinator, in ttl_index_policy as any other, and a row trigger there
+ * (ttl_index_citus_sync, in the extension's script) copies it into
+ * ttl_index_citus_policy, a Citus reference table: Citus writes every
+ * node's copy in the same distributed transaction, and copies the table to
+ * a node before it places shards there.  Each node's worker reads the
+ * policies from its own copy (ttl_citus_policies_sql; the coordinator from
+ * ttl_index_policy), and lists the policy's targets anew at each pass: the
+ * placements of the table's shards this node holds (ttl_citus_shards), as
+ * partitions are listed.  So shard moves, splits, rebalances and new nodes
+ * need nothing from us: a shard comes and goes with its placement.  A
+ * shard a move or split has locked is skipped like any locked table (the
+ * batch never waits for a lock), and one a logical move has published
+ * without a replica identity is skipped too (ttl_citus_unpublishable).
+ *
+ * Reference tables and local tables added to Citus's metadata are refused:
+ * a reference table is copied on every node, and a delete on one node is a
+ * distributed transaction over all of them; a Citus local table's rows live
+ * in a shard of the coordinator under another name.
  *
  * Citus is known by its catalog pg_catalog.pg_dist_partition: one syscache
  * look-up of that name per question, and nothing more, on a server without
- * it.  The catalog is read with AccessShareLock, under the caller's
+ * it.  Citus's catalogs are read with AccessShareLock, under the caller's
  * transaction; nothing here writes.
  *
  * An index on a Citus table is dropped with a DROP INDEX statement, run
@@ -37,11 +52,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_publication.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/relcache.h"
 
 #include "ttl_index.h"
 
@@ -113,8 +131,20 @@ ttl_citus_kind(Oid relid)
 }
 
 /*
+ * ttl_citus_kind_name
+ *		The kind of Citus table, in words.
+ */
+static const char *
+ttl_citus_kind_name(TtlCitusKind kind)
+{
+	return kind == TTL_CITUS_REFERENCE ? "reference table" :
+		kind == TTL_CITUS_LOCAL ? "local table" : "distributed table";
+}
+
+/*
  * ttl_citus_refuse
- *		ERROR when the table is a Citus table (see the top of the file);
+ *		ERROR when the table is a Citus table a policy cannot be on (see
+ *		the top of the file): a reference table or a Citus local table.
  *		has_policy: a pass of an existing policy, not ttl_create_index().
  */
 void
@@ -122,18 +152,223 @@ ttl_citus_refuse(Oid relid, bool has_policy)
 {
 	TtlCitusKind kind = ttl_citus_kind(relid);
 
-	if (kind == TTL_CITUS_NONE)
+	if (kind == TTL_CITUS_NONE || kind == TTL_CITUS_DISTRIBUTED)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("ttl_index cannot purge the Citus %s \"%s\"",
-					kind == TTL_CITUS_REFERENCE ? "reference table" :
-					kind == TTL_CITUS_LOCAL ? "local table" : "distributed table",
-					get_rel_name(relid)),
-			 errdetail("Its rows live in shard tables; the table on this node holds none of them."),
+					ttl_citus_kind_name(kind), get_rel_name(relid)),
+			 kind == TTL_CITUS_REFERENCE ?
+			 errdetail("A reference table is copied on every node; deleting from it is a transaction over all of them.") :
+			 errdetail("Its rows live in a shard table of the coordinator."),
 			 has_policy ?
-			 errhint("TTL policies on Citus tables are not supported in this version: drop this one with ttl_drop_index().") :
-			 errhint("TTL policies on Citus tables are not supported in this version.")));
+			 errhint("Drop this policy with ttl_drop_index(); TTL policies on Citus tables are supported on distributed tables.") :
+			 errhint("TTL policies on Citus tables are supported on distributed tables.")));
+}
+
+/*
+ * ttl_citus_local_group
+ *		This node's group in the Citus cluster (0 on the coordinator), or
+ *		-1 without Citus.  Runs one query; the caller is connected to SPI.
+ */
+static int32
+ttl_citus_local_group(void)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return -1;
+	if (SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		return -1;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? -1 : DatumGetInt32(d);
+}
+
+/*
+ * ttl_citus_check_create
+ *		Before ttl_create_index() writes a policy: refuse the Citus tables a
+ *		policy cannot be on, and, on a distributed table, what the nodes
+ *		cannot do (see the top of the file).
+ */
+void
+ttl_citus_check_create(TtlPolicy *policy)
+{
+	TtlCitusKind kind = ttl_citus_kind(policy->relid);
+	int32		group;
+
+	if (kind == TTL_CITUS_NONE)
+		return;
+	ttl_citus_refuse(policy->relid, false);
+
+	SPI_connect();
+	group = ttl_citus_local_group();
+	SPI_finish();
+	if (group != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a TTL policy on the distributed table \"%s\" is made on the coordinator",
+						get_rel_name(policy->relid)),
+				 errdetail("The coordinator gives the policy to every node.")));
+	if (policy->action == TTL_ACTION_ARCHIVE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("action \"archive\" is not supported on the distributed table \"%s\"",
+						get_rel_name(policy->relid)),
+				 errdetail("Each node purges its own shards; the archive table would have to be on every node."),
+				 errhint("Use action \"delete\" or \"soft_delete\".")));
+}
+
+/*
+ * ttl_citus_placements_sql
+ *		FROM and WHERE of a query over the tables (as pg_class c) that hold
+ *		this node group's placements of the Citus table's shards (as
+ *		pg_dist_shard s), in good standing.  shard_name() gives the shard's
+ *		name, which it quotes and may qualify; parse_ident() takes the name
+ *		back, which is looked for in the table's schema: no search_path is
+ *		involved.  A placement whose table is gone (a move or a split
+ *		finishing) is not returned.
+ */
+static char *
+ttl_citus_placements_sql(Oid relid, int32 group)
+{
+	return psprintf("  FROM pg_catalog.pg_dist_shard s"
+					"  JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid"
+					"  JOIN pg_catalog.pg_class c ON c.relnamespace = %u"
+					"   AND c.relname OPERATOR(pg_catalog.=) (SELECT i[pg_catalog.array_upper(i, 1)]"
+					"        FROM pg_catalog.parse_ident(pg_catalog.shard_name(s.logicalrelid, s.shardid)) i)"
+					" WHERE s.logicalrelid = %u AND p.groupid = %d AND p.shardstate = 1",
+					get_rel_namespace(relid), relid, group);
+}
+
+/*
+ * ttl_citus_placement
+ *		The placement on this node of a Citus table with one shard (the
+ *		reference table ttl_index_citus_policy), as a quoted name usable
+ *		in SQL, or NULL.  The caller is connected to SPI.
+ */
+static char *
+ttl_citus_placement(Oid relid, int32 group)
+{
+	char	   *sql;
+	char	   *name = NULL;
+
+	sql = psprintf("SELECT c.oid %s", ttl_citus_placements_sql(relid, group));
+	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+		Oid			placement = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1,
+															   &isnull));
+
+		name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(placement)),
+										  get_rel_name(placement));
+	}
+	return name;
+}
+
+/*
+ * ttl_citus_policies_sql
+ *		On a Citus node other than the coordinator, the query that reads the
+ *		policies on distributed tables from this node's copy of
+ *		ttl_index_citus_policy, with the columns of ttl_load_policies's; a
+ *		policy whose table or column this node does not have is left out.
+ *		NULL elsewhere, and on a node that holds no copy yet.  nsp: the
+ *		extension's schema.  The caller is connected to SPI.
+ */
+char *
+ttl_citus_policies_sql(Oid nsp)
+{
+	Oid			mirror;
+	int32		group;
+	char	   *placement;
+
+	if (!OidIsValid(nsp) ||
+		!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return NULL;
+	mirror = get_relname_relid("ttl_index_citus_policy", nsp);
+	if (!OidIsValid(mirror) || ttl_citus_kind(mirror) != TTL_CITUS_REFERENCE)
+		return NULL;
+	group = ttl_citus_local_group();
+	if (group <= 0)
+		return NULL;
+	placement = ttl_citus_placement(mirror, group);
+	if (placement == NULL)
+		return NULL;
+
+	return psprintf("SELECT m.id, c.oid, a.attnum, m.column_name::pg_catalog.text,"
+					" m.expire_after, coalesce(m.batch_size, 0), m.enabled,"
+					" m.ttl_column::pg_catalog.text, m.filter, m.unit, m.action,"
+					" NULL::pg_catalog.oid, m.soft_delete_column::pg_catalog.text,"
+					" coalesce(m.rate_limit, 0), m.replication_origin"
+					" FROM %s m"
+					" JOIN pg_catalog.pg_namespace n ON n.nspname = m.table_schema"
+					" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = m.table_name"
+					" JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
+					"  AND a.attname = m.column_name AND a.attnum > 0 AND NOT a.attisdropped"
+					" ORDER BY m.id", placement);
+}
+
+/*
+ * ttl_citus_shards
+ *		The tables of this node that hold placements of the distributed
+ *		table's shards, in shard order, allocated in the caller's memory
+ *		context.  NIL when it has none (or Citus says nothing of the
+ *		table).  Takes no lock.
+ */
+List *
+ttl_citus_shards(Oid relid)
+{
+	List	   *result = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		snapshot = !ActiveSnapshotSet();
+	int32		group;
+	char	   *sql;
+
+	/* at the start of a pass there is no snapshot yet */
+	if (snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	group = ttl_citus_local_group();
+	if (group >= 0)
+	{
+		sql = psprintf("SELECT c.oid %s ORDER BY s.shardid",
+					   ttl_citus_placements_sql(relid, group));
+		if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not list the shards of \"%s\"", get_rel_name(relid));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			result = lappend_oid(result, DatumGetObjectId(d));
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	if (snapshot)
+		PopActiveSnapshot();
+	return result;
+}
+
+/*
+ * ttl_citus_unpublishable
+ *		Whether a delete from the table would fail because a publication
+ *		publishes its deletes and it has no replica identity: a shard that
+ *		a logical move (or split) is copying, for that moment.
+ */
+bool
+ttl_citus_unpublishable(Relation rel)
+{
+	PublicationDesc pubdesc;
+
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL ||
+		OidIsValid(RelationGetReplicaIndex(rel)))
+		return false;
+	RelationBuildPublicationDesc(rel, &pubdesc);
+	return pubdesc.pubactions.pubdelete;
 }
 
 /*

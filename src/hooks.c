@@ -266,8 +266,12 @@ ttl_drop_created_indexes(void)
 	foreach(lc, policies)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		Oid			indexoid = ttl_created_index(p->relid, p->attnum);
+		Oid			indexoid;
 
+		/* the coordinator drops a distributed table's index everywhere */
+		if (p->citus_copy)
+			continue;
+		indexoid = ttl_created_index(p->relid, p->attnum);
 		if (OidIsValid(indexoid))
 			ttl_drop_created(indexoid);
 	}

@@ -266,8 +266,8 @@ ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
 	List	   *targets = ttl_targets_list(policy, cxt);
 	ListCell   *lc;
 
-	/* gone, unless a partitioned table without partitions */
-	if (targets == NIL && get_rel_relkind(policy->relid) != RELKIND_PARTITIONED_TABLE)
+	/* gone, unless a partitioned table without partitions (or the like) */
+	if (targets == NIL && !ttl_targets_may_be_none(policy))
 		result = TTL_PROBE_UNKNOWN;
 	foreach(lc, targets)
 	{

@@ -194,7 +194,7 @@ ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
 	TtlPass    *previous = pass->previous;
 	ListCell   *lc;
 
-	/* once a pass, not once a batch: a table distributed since its policy */
+	/* once a pass, not once a batch: a table made a reference table since */
 	ttl_citus_refuse(policy->relid, true);
 	pass->targets = ttl_targets_list(policy, pass->cxt);
 	pass->listed = true;
@@ -306,6 +306,14 @@ ttl_batch_begin(TtlBatch *b)
 	b->errcallback.arg = b;
 	b->errcallback.previous = error_context_stack;
 	error_context_stack = &b->errcallback;
+
+	/*
+	 * A shard a logical move or split is copying is published without a
+	 * replica identity for that moment: its deletes would fail.  Leave it,
+	 * as a locked table is left, until the move is done.
+	 */
+	if (t->shard && ttl_citus_unpublishable(b->rel))
+		return TTL_BATCH_LOCKED;
 
 	/* from here on, anything that may run user code runs as the owner */
 	ttl_owner_enter(ttl_table_owner(b->policy->relid), &b->save);
@@ -1240,7 +1248,9 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	if (!pass->drops_done)
 	{
 		pass->drops_done = true;
-		if (get_rel_relkind(policy->relid) == RELKIND_PARTITIONED_TABLE)
+		/* a distributed table's partitions are the coordinator's to drop */
+		if (get_rel_relkind(policy->relid) == RELKIND_PARTITIONED_TABLE &&
+			ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
 		{
 			instr_time	start;
 			instr_time	elapsed;
@@ -1273,8 +1283,7 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			/* every target done (or skipped) */
 			result->outcome = pass->skipped_locked ? TTL_BATCH_LOCKED :
 				pass->missing_index ? TTL_BATCH_NO_INDEX : TTL_BATCH_DONE;
-			if (pass->targets == NIL &&
-				get_rel_relkind(policy->relid) != RELKIND_PARTITIONED_TABLE)
+			if (pass->targets == NIL && !ttl_targets_may_be_none(policy))
 				result->outcome = TTL_BATCH_GONE;
 			break;
 		}

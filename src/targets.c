@@ -151,46 +151,87 @@ ttl_target_create(Oid relid, bool only, MemoryContext cxt)
 }
 
 /*
- * ttl_targets_list
- *		The targets of a policy now (see the top of the file), in OID order
- *		after the policy's own table, allocated in cxt.  NIL when the table
- *		is gone.  Takes no lock: it reads pg_inherits only.
+ * ttl_targets_add
+ *		Append the targets of one table to list: the table itself, or its
+ *		leaf partitions, or its own rows and its children's.
  */
-List *
-ttl_targets_list(TtlPolicy *policy, MemoryContext cxt)
+static List *
+ttl_targets_add(List *list, Oid relid, MemoryContext cxt)
 {
-	char		relkind = get_rel_relkind(policy->relid);
-	List	   *result = NIL;
+	char		relkind = get_rel_relkind(relid);
 	List	   *all;
 	ListCell   *lc;
-	MemoryContext old;
 
-	ttl_targets_init();
 	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
-		return NIL;
+		return list;
+	if (relkind == RELKIND_RELATION && !has_subclass(relid))
+		return lappend(list, ttl_target_create(relid, false, cxt));
 
-	old = MemoryContextSwitchTo(cxt);
-	if (relkind == RELKIND_RELATION && !has_subclass(policy->relid))
-	{
-		result = list_make1(ttl_target_create(policy->relid, false, cxt));
-		MemoryContextSwitchTo(old);
-		return result;
-	}
-
-	all = find_all_inheritors(policy->relid, NoLock, NULL);
+	all = find_all_inheritors(relid, NoLock, NULL);
 	list_sort(all, list_oid_cmp);
 	if (relkind == RELKIND_RELATION)
-		result = lappend(result, ttl_target_create(policy->relid, true, cxt));
+		list = lappend(list, ttl_target_create(relid, true, cxt));
 	foreach(lc, all)
 	{
 		Oid			child = lfirst_oid(lc);
 
-		if (child != policy->relid && get_rel_relkind(child) == RELKIND_RELATION)
-			result = lappend(result, ttl_target_create(child, false, cxt));
+		if (child != relid && get_rel_relkind(child) == RELKIND_RELATION)
+			list = lappend(list, ttl_target_create(child, false, cxt));
 	}
 	list_free(all);
+	return list;
+}
+
+/*
+ * ttl_targets_list
+ *		The targets of a policy now (see the top of the file), in OID order
+ *		after the policy's own table, allocated in cxt.  NIL when the table
+ *		is gone.  On a Citus distributed table, the targets of each shard
+ *		placement this node holds, in shard order (citus.c).  Takes no
+ *		lock: it reads pg_inherits and Citus's catalogs only.
+ */
+List *
+ttl_targets_list(TtlPolicy *policy, MemoryContext cxt)
+{
+	List	   *result = NIL;
+	MemoryContext old;
+
+	ttl_targets_init();
+	if (ttl_citus_kind(policy->relid) == TTL_CITUS_DISTRIBUTED)
+	{
+		List	   *shards = ttl_citus_shards(policy->relid);
+		ListCell   *lc;
+
+		old = MemoryContextSwitchTo(cxt);
+		foreach(lc, shards)
+		{
+			int			before = list_length(result);
+
+			result = ttl_targets_add(result, lfirst_oid(lc), cxt);
+			for (int i = before; i < list_length(result); i++)
+				((TtlTarget *) list_nth(result, i))->shard = true;
+		}
+		MemoryContextSwitchTo(old);
+		return result;
+	}
+
+	old = MemoryContextSwitchTo(cxt);
+	result = ttl_targets_add(NIL, policy->relid, cxt);
 	MemoryContextSwitchTo(old);
 	return result;
+}
+
+/*
+ * ttl_targets_may_be_none
+ *		Whether a policy whose table exists may have no targets: a
+ *		partitioned table without partitions, a distributed table with no
+ *		shard on this node.
+ */
+bool
+ttl_targets_may_be_none(TtlPolicy *policy)
+{
+	return get_rel_relkind(policy->relid) == RELKIND_PARTITIONED_TABLE ||
+		ttl_citus_kind(policy->relid) == TTL_CITUS_DISTRIBUTED;
 }
 
 /*

@@ -122,6 +122,8 @@ typedef struct TtlPolicy
 	int32		rate_limit;		/* rows/s, 0 = none */
 	int8		replication_origin; /* mark its changes: 1, 0, or -1 for
 									 * ttl_index.replication_origin */
+	bool		citus_copy;		/* this node's copy of a coordinator's policy
+								 * on a distributed table (citus.c) */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
@@ -149,6 +151,10 @@ typedef enum TtlCitusKind
 } TtlCitusKind;
 
 extern TtlCitusKind ttl_citus_kind(Oid relid);
+extern void ttl_citus_check_create(TtlPolicy *policy);
+extern char *ttl_citus_policies_sql(Oid nsp);
+extern List *ttl_citus_shards(Oid relid);
+extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
 extern void ttl_drop_created(Oid indexoid);
 
@@ -251,6 +257,7 @@ typedef struct TtlTarget
 	Oid			relid;
 	bool		only;			/* the parent of inheritance children: its
 								 * own rows */
+	bool		shard;			/* a Citus shard placement (citus.c) */
 	MemoryContext cxt;			/* the resolution below lives here */
 	MemoryContext skipcxt;		/* the known-dead prefix lives here */
 	uint64		resolved_gen;	/* 0: not resolved */
@@ -308,6 +315,7 @@ typedef enum TtlResolve
 extern uint64 ttl_targets_generation(void);
 extern void ttl_targets_watch(Oid relid);
 extern void ttl_targets_init(void);
+extern bool ttl_targets_may_be_none(TtlPolicy *policy);
 extern List *ttl_targets_list(TtlPolicy *policy, MemoryContext cxt);
 extern TtlTarget *ttl_target_create(Oid relid, bool only, MemoryContext cxt);
 extern TtlResolve ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel);

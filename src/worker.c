@@ -626,6 +626,17 @@ ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass)
 	{
 		TtlTarget  *t = (TtlTarget *) lfirst(lc);
 
+		/*
+		 * Citus writes shards without the executor's end or the COPY
+		 * statement our hooks see (local execution on the coordinator, its
+		 * own COPY): look at the shards at every max_sleep re-check.
+		 */
+		if (t->shard)
+		{
+			e->writes_known = false;
+			e->nwatched = 0;
+			return;
+		}
 		if (t->relid == e->policy.relid)
 			continue;
 		e->watched[e->nwatched] = t->relid;

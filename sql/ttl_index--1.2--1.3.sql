@@ -579,9 +579,13 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	-- one test at a time: a statement naming Citus's catalogs is parsed
+	-- only when reached, and they exist only where Citus is installed
 	IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
-	   OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL
-	   OR (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
+	   OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
 		RETURN NULL;
 	END IF;
 	IF TG_OP IN ('UPDATE', 'DELETE')

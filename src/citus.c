@@ -221,25 +221,46 @@ ttl_citus_check_create(TtlPolicy *policy)
 }
 
 /*
- * ttl_citus_placements_sql
- *		FROM and WHERE of a query over the tables (as pg_class c) that hold
- *		this node group's placements of the Citus table's shards (as
- *		pg_dist_shard s), in good standing.  shard_name() gives the shard's
- *		name, which it quotes and may qualify; parse_ident() takes the name
- *		back, which is looked for in the table's schema: no search_path is
- *		involved.  A placement whose table is gone (a move or a split
- *		finishing) is not returned.
+ * ttl_citus_placements
+ *		The tables that hold this node group's placements of the Citus
+ *		table's shards, in good standing, in shard order, as a list of OIDs
+ *		in the caller's memory context.  shard_name() gives a shard's name,
+ *		which it quotes and may qualify; parse_ident() takes the name back,
+ *		which is looked for in the table's schema, in C: no search_path is
+ *		involved, and pg_class is not read in SQL, where Citus hides shards
+ *		(citus.override_table_visibility).  A placement whose table is gone
+ *		(a move or a split finishing) is left out.  The caller is connected
+ *		to SPI.
  */
-static char *
-ttl_citus_placements_sql(Oid relid, int32 group)
+static List *
+ttl_citus_placements(Oid relid, int32 group, MemoryContext cxt)
 {
-	return psprintf("  FROM pg_catalog.pg_dist_shard s"
-					"  JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid"
-					"  JOIN pg_catalog.pg_class c ON c.relnamespace = %u"
-					"   AND c.relname OPERATOR(pg_catalog.=) (SELECT i[pg_catalog.array_upper(i, 1)]"
-					"        FROM pg_catalog.parse_ident(pg_catalog.shard_name(s.logicalrelid, s.shardid)) i)"
-					" WHERE s.logicalrelid = %u AND p.groupid = %d AND p.shardstate = 1",
-					get_rel_namespace(relid), relid, group);
+	Oid			nsp = get_rel_namespace(relid);
+	List	   *result = NIL;
+	char	   *sql;
+
+	sql = psprintf("SELECT (SELECT i[pg_catalog.array_upper(i, 1)]"
+				   "          FROM pg_catalog.parse_ident(pg_catalog.shard_name(s.logicalrelid, s.shardid)) i)"
+				   "  FROM pg_catalog.pg_dist_shard s"
+				   "  JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid"
+				   " WHERE s.logicalrelid = %u AND p.groupid = %d AND p.shardstate = 1"
+				   " ORDER BY s.shardid", relid, group);
+	if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the shards of \"%s\"", get_rel_name(relid));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		Oid			shard = name ? get_relname_relid(name, nsp) : InvalidOid;
+
+		if (OidIsValid(shard))
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			result = lappend_oid(result, shard);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	return result;
 }
 
 /*
@@ -251,21 +272,14 @@ ttl_citus_placements_sql(Oid relid, int32 group)
 static char *
 ttl_citus_placement(Oid relid, int32 group)
 {
-	char	   *sql;
-	char	   *name = NULL;
+	List	   *placements = ttl_citus_placements(relid, group, CurrentMemoryContext);
+	Oid			placement;
 
-	sql = psprintf("SELECT c.oid %s", ttl_citus_placements_sql(relid, group));
-	if (SPI_execute(sql, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-	{
-		bool		isnull;
-		Oid			placement = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1,
-															   &isnull));
-
-		name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(placement)),
-										  get_rel_name(placement));
-	}
-	return name;
+	if (placements == NIL)
+		return NULL;
+	placement = linitial_oid(placements);
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(placement)),
+									  get_rel_name(placement));
 }
 
 /*
@@ -324,7 +338,6 @@ ttl_citus_shards(Oid relid)
 	MemoryContext cxt = CurrentMemoryContext;
 	bool		snapshot = !ActiveSnapshotSet();
 	int32		group;
-	char	   *sql;
 
 	/* at the start of a pass there is no snapshot yet */
 	if (snapshot)
@@ -332,21 +345,7 @@ ttl_citus_shards(Oid relid)
 	SPI_connect();
 	group = ttl_citus_local_group();
 	if (group >= 0)
-	{
-		sql = psprintf("SELECT c.oid %s ORDER BY s.shardid",
-					   ttl_citus_placements_sql(relid, group));
-		if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not list the shards of \"%s\"", get_rel_name(relid));
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-			MemoryContext old = MemoryContextSwitchTo(cxt);
-
-			result = lappend_oid(result, DatumGetObjectId(d));
-			MemoryContextSwitchTo(old);
-		}
-	}
+		result = ttl_citus_placements(relid, group, cxt);
 	SPI_finish();
 	if (snapshot)
 		PopActiveSnapshot();

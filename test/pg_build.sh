@@ -7,6 +7,9 @@
 #   bash test/pg_build.sh 16          # PostgreSQL 16.2, assertions on
 #   bash test/pg_build.sh 18          # PostgreSQL 18.3, assertions on
 #   bash test/pg_build.sh citus 18    # Citus 14.0.1 into the 18 build
+#   bash test/pg_build.sh citus 18 release
+#                                     # the same without assertions, in a
+#                                     # cache of its own, for benchmarks
 #
 # Nothing is downloaded.  The servers are configured with --enable-cassert
 # --enable-debug --enable-tap-tests, so that an extension breaking one of
@@ -63,12 +66,18 @@ build_deps() {
 	fi
 }
 
-# build_pg MAJOR: prints the prefix of an assert-enabled build
+# build_pg MAJOR [release]: prints the prefix of an assert-enabled build, or
+# with "release" of one configured as a production server is (no
+# assertions, optimized; -release in the cache's name)
 build_pg() {
-	local f sum prefix src start
+	local f sum prefix src start flags="--enable-cassert --enable-debug --enable-tap-tests" tag=""
+	if [ "${2:-}" = release ]; then
+		flags=""
+		tag=-release
+	fi
 	f=$(archive_for "$1")
 	sum=$(checksum "$f")
-	prefix=$cache/${f%.tar.gz}-${sum:0:16}
+	prefix=$cache/${f%.tar.gz}-${sum:0:16}$tag
 	if [ -f "$prefix/.complete" ]; then
 		echo "$prefix"
 		return
@@ -81,8 +90,7 @@ build_pg() {
 	tar xzf "$sources/$f" -C "$src"
 	(
 		cd "$src"/postgresql-*
-		./configure --prefix="$prefix" --enable-cassert --enable-debug \
-			--enable-tap-tests >"$src/configure.log" 2>&1 ||
+		./configure --prefix="$prefix" $flags >"$src/configure.log" 2>&1 ||
 			{ tail -30 "$src/configure.log" >&2; exit 1; }
 		make -j"$(nproc)" -s >"$src/make.log" 2>&1 ||
 			{ grep -E "error|Error" "$src/make.log" | tail -30 >&2; exit 1; }
@@ -97,10 +105,10 @@ build_pg() {
 	echo "$prefix"
 }
 
-# build_citus MAJOR: Citus into the assert-enabled build of that major
+# build_citus MAJOR [release]: Citus into the build of that major
 build_citus() {
 	local pg f sum src start stamp
-	pg=$(build_pg "$1")
+	pg=$(build_pg "$1" "${2:-}")
 	f=$(cd "$sources" && ls citus-*.tar.gz | sort -V | tail -n 1)
 	sum=$(checksum "$f")
 	stamp=$pg/.citus-${sum:0:16}
@@ -130,13 +138,13 @@ build_citus() {
 
 case "${1:-}" in
 	citus)
-		echo "$(build_citus "${2:-18}")/bin"
+		echo "$(build_citus "${2:-18}" "${3:-}")/bin"
 		;;
 	[0-9]*)
-		echo "$(build_pg "$1")/bin"
+		echo "$(build_pg "$1" "${2:-}")/bin"
 		;;
 	*)
-		log "usage: $0 MAJOR | citus MAJOR"
+		log "usage: $0 MAJOR [release] | citus MAJOR [release]"
 		exit 2
 		;;
 esac

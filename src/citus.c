@@ -371,28 +371,50 @@ ttl_citus_unpublishable(Relation rel)
 }
 
 /*
+ * ttl_citus_index_name
+ *		The qualified, quoted name of an index on a Citus table, to drop
+ *		later with ttl_drop_index_named(); NULL when its table is not a
+ *		Citus table.
+ */
+char *
+ttl_citus_index_name(Oid indexoid)
+{
+	if (ttl_citus_kind(IndexGetRelation(indexoid, false)) == TTL_CITUS_NONE)
+		return NULL;
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(indexoid)),
+									  get_rel_name(indexoid));
+}
+
+/*
+ * ttl_drop_index_named
+ *		DROP INDEX IF EXISTS, through ProcessUtility, so that Citus drops
+ *		the shards' copies too.
+ */
+void
+ttl_drop_index_named(const char *name)
+{
+	int			ret;
+
+	SPI_connect();
+	ret = SPI_execute(psprintf("DROP INDEX IF EXISTS %s", name), false, 0);
+	if (ret != SPI_OK_UTILITY)
+		elog(ERROR, "could not drop index %s: %s", name, SPI_result_code_string(ret));
+	SPI_finish();
+}
+
+/*
  * ttl_drop_created
  *		Drop an index ttl_create_index() made (see the top of the file).
  */
 void
 ttl_drop_created(Oid indexoid)
 {
-	Oid			relid = IndexGetRelation(indexoid, false);
+	char	   *citus_name = ttl_citus_index_name(indexoid);
 	ObjectAddress obj;
 
-	if (ttl_citus_kind(relid) != TTL_CITUS_NONE)
+	if (citus_name != NULL)
 	{
-		char	   *sql;
-		int			ret;
-
-		sql = psprintf("DROP INDEX %s",
-					   quote_qualified_identifier(get_namespace_name(get_rel_namespace(indexoid)),
-												  get_rel_name(indexoid)));
-		SPI_connect();
-		ret = SPI_execute(sql, false, 0);
-		if (ret != SPI_OK_UTILITY)
-			elog(ERROR, "could not drop index: %s", SPI_result_code_string(ret));
-		SPI_finish();
+		ttl_drop_index_named(citus_name);
 		return;
 	}
 	ObjectAddressSet(obj, RelationRelationId, indexoid);

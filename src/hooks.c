@@ -250,16 +250,23 @@ ttl_utility_target_database(Node *parsetree)
 /*
  * ttl_drop_created_indexes
  *		DROP EXTENSION ttl_index in this database: drop the indexes
- *		ttl_create_index made, as ttl_drop_index would.
+ *		ttl_create_index made, as ttl_drop_index would.  Those of Citus
+ *		tables are returned by name, to drop after the DROP EXTENSION:
+ *		Citus refuses an extension command in a transaction that has run a
+ *		statement over several connections to a node, as a DROP INDEX on a
+ *		distributed table does, and on the coordinator one over a single
+ *		connection (citus.multi_shard_modify_mode = sequential) waits for
+ *		the shards' locks its own other connection holds.
  */
-static void
+static List *
 ttl_drop_created_indexes(void)
 {
 	List	   *policies;
+	List	   *later = NIL;
 	ListCell   *lc;
 
 	if (!OidIsValid(ttl_catalog_namespace(true)))
-		return;
+		return NIL;
 	PushActiveSnapshot(GetTransactionSnapshot());
 	policies = ttl_load_policies(CurrentMemoryContext);
 	PopActiveSnapshot();
@@ -273,9 +280,22 @@ ttl_drop_created_indexes(void)
 			continue;
 		indexoid = ttl_created_index(p->relid, p->attnum);
 		if (OidIsValid(indexoid))
-			ttl_drop_created(indexoid);
+		{
+			char	   *name = ttl_citus_index_name(indexoid);
+
+			if (name != NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+				later = lappend(later, pstrdup(name));
+				MemoryContextSwitchTo(old);
+			}
+			else
+				ttl_drop_created(indexoid);
+		}
 	}
 	CommandCounterIncrement();
+	return later;
 }
 
 /*
@@ -308,6 +328,8 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			dboid = ttl_utility_target_database(parsetree);
+	List	   *drop_later = NIL;
+	ListCell   *lc2;
 
 	if (IsA(parsetree, DropStmt) &&
 		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
@@ -320,7 +342,7 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 			{
 				/* the worker re-reads at commit, and leaves */
 				ttl_wake_at_commit();
-				ttl_drop_created_indexes();
+				drop_later = ttl_drop_created_indexes();
 			}
 		}
 	}
@@ -355,6 +377,10 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
 					 params, queryEnv, dest, qc);
+
+	/* DROP EXTENSION: the TTL indexes of Citus tables, now */
+	foreach(lc2, drop_later)
+		ttl_drop_index_named((char *) lfirst(lc2));
 
 	/* rows COPY FROM added */
 	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&

@@ -156,6 +156,8 @@ extern char *ttl_citus_policies_sql(Oid nsp);
 extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
+extern char *ttl_citus_index_name(Oid indexoid);
+extern void ttl_drop_index_named(const char *name);
 extern void ttl_drop_created(Oid indexoid);
 
 /* ----------

@@ -343,6 +343,22 @@ is($coord->safe_psql('postgres', q{SELECT count(*) FROM pg_database WHERE datnam
 	'DROP DATABASE succeeded');
 is($coord->safe_psql($db, 'SELECT count(*) FROM plain'), '10', 'the other database was not touched');
 
+# ---- DROP EXTENSION with a policy on a distributed table (and a plain one)
+cmp_ok(indexes('later_created_at_ttl_idx%', $coord, @workers, $late), '>=', 9,
+	'the distributed table has its TTL index on its shards');
+$coord->safe_psql($db, 'DROP EXTENSION ttl_index');
+for my $n ($coord, @workers, $late)
+{
+	is($n->safe_psql($db, q{SELECT count(*) FROM pg_extension WHERE extname = 'ttl_index'}), '0',
+		'DROP EXTENSION: gone from node ' . $n->name);
+}
+is(indexes('%ttl_idx%', $coord, @workers, $late), 0, 'and no TTL index is left on any node');
+$coord->safe_psql($db, 'CREATE EXTENSION ttl_index');
+$coord->safe_psql($db, q{SELECT ttl_create_index('later', 'created_at', 3600)});
+expire('later', 2000);
+TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM later', '0',
+	'made again after CREATE EXTENSION, a policy purges every node', 30);
+
 for my $n ($coord, @workers, $late)
 {
 	ok(!$n->log_contains('TRAP:|PANIC|terminated by signal'), 'no crash on ' . $n->name);

@@ -592,9 +592,13 @@ BEGIN
 	   AND EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m WHERE m.id = OLD.id) THEN
 		DELETE FROM @extschema@.ttl_index_citus_policy WHERE id = OLD.id;
 	END IF;
+	-- distributed as citus.c tells it: hash- or range-distributed, or a
+	-- single-shard table of a colocation group (schema-based sharding);
+	-- not a reference table, not a Citus local table
 	IF TG_OP IN ('INSERT', 'UPDATE')
 	   AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
-				   WHERE d.logicalrelid = NEW.relid AND d.partmethod <> 'n') THEN
+				   WHERE d.logicalrelid = NEW.relid
+					 AND NOT (d.partmethod = 'n' AND (d.repmodel = 't' OR d.colocationid = 0))) THEN
 		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
 					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
 			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');

@@ -288,6 +288,16 @@ SELECT ttl_resume('later');
 TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM later', '0',
 	'a table distributed after its policy is purged on every node', 30);
 
+# ---- a single-shard distributed table (schema-based sharding's kind)
+$coord->safe_psql($db, q{
+CREATE TABLE single (id bigint, created_at timestamptz NOT NULL, payload text);
+SELECT create_distributed_table('single', NULL);
+INSERT INTO single SELECT g, now() - interval '2 hours', 'x' FROM generate_series(1, 2000) g;
+SELECT ttl_create_index('single', 'created_at', 3600);
+});
+TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM single', '0',
+	'a single-shard distributed table is purged on the node that holds it', 30);
+
 # ---- what is refused, and changes nothing
 $coord->safe_psql($db, q{
 CREATE TABLE ref (created_at timestamptz NOT NULL);

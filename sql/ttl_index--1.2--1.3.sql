@@ -719,3 +719,70 @@ CREATE VIEW @extschema@.ttl_index_citus_stats AS
 	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
 
 GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;
+
+-- On a Citus coordinator, ttl_index_stats shows a policy on a distributed
+-- table over the whole table: rows_deleted and errors summed over the
+-- nodes, lag the greatest of theirs, expired_estimate summed, last_run the
+-- latest, last_error the latest node's, falling_behind any node's (from
+-- ttl_index_citus_nodes(), which asks every node: only when such a policy
+-- exists).  Its other counters are the coordinator's own; each node's are
+-- in ttl_index_citus_nodes().
+CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
+	WITH cluster AS MATERIALIZED (
+		SELECT n.policy_id,
+			   sum(n.rows_deleted)::bigint AS rows_deleted,
+			   sum(n.errors)::bigint AS errors,
+			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
+				  FILTER (WHERE n.last_error IS NOT NULL))[1] AS last_error,
+			   max(n.last_run) AS last_run,
+			   max(n.lag) AS lag,
+			   sum(n.expired_estimate)::bigint AS expired_estimate,
+			   bool_or(n.falling_behind) AS falling_behind
+		  FROM @extschema@.ttl_index_citus_nodes() n
+		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m
+						JOIN @extschema@.ttl_index_policy q ON q.id = m.id)
+		   AND n.reachable
+		 GROUP BY n.policy_id)
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   coalesce(p.batch_size,
+					pg_catalog.current_setting('ttl_index.batch_size', true)::integer)
+			 AS batch_size,
+		   p.enabled,
+		   coalesce(c.rows_deleted, s.rows_deleted, 0) AS rows_deleted,
+		   coalesce(s.batches, 0) AS batches,
+		   coalesce(s.passes, 0) AS passes,
+		   coalesce(s.rows_skipped_locked, 0) AS rows_skipped_locked,
+		   coalesce(s.skipped_locked, 0) AS skipped_locked,
+		   coalesce(c.errors, s.errors, 0) AS errors,
+		   coalesce(c.last_error, s.last_error) AS last_error,
+		   s.last_error_at,
+		   coalesce(c.last_run, s.last_run) AS last_run,
+		   coalesce(s.time_spent, interval '0') AS time_spent,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.lag ELSE s.lag END AS lag,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.expired_estimate ELSE s.expired_estimate END AS expired_estimate,
+		   s.next_expiry,
+		   s.stats_reset,
+		   NOT p.enabled AS paused,
+		   p.ttl_column,
+		   p.filter,
+		   p.unit,
+		   p.action,
+		   p.archive_table,
+		   p.soft_delete_column,
+		   p.rate_limit,
+		   coalesce(s.rows_archived, 0) AS rows_archived,
+		   coalesce(s.rows_soft_deleted, 0) AS rows_soft_deleted,
+		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
+		   coalesce(s.rows_held, 0) AS rows_held,
+		   s.last_error_sqlstate,
+		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
+		   p.replication_origin,
+		   coalesce(s.expiry_rate, 0) AS expiry_rate,
+		   coalesce(s.delete_rate, 0) AS delete_rate,
+		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind
+	  FROM @extschema@.ttl_index_policy p
+	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
+	  LEFT JOIN cluster c ON c.policy_id = p.id;

@@ -123,6 +123,10 @@ TtlIndex::wait_is($coord, $db,
 	'3 30000 0 00:00:00', 'ttl_index_citus_stats: three nodes, the rows summed, no lag');
 is($coord->safe_psql($db, qq{SELECT sum(rows_deleted) FROM ttl_index_citus_nodes() WHERE policy_id = $id}),
 	'30000', 'the per-node rows add up to the table\'s');
+is($coord->safe_psql($db, qq{SELECT rows_deleted || ' ' || errors || ' ' || lag FROM ttl_index_stats WHERE policy_id = $id}),
+	'30000 0 00:00:00', 'the coordinator\'s ttl_index_stats shows the whole table');
+cmp_ok($coord->safe_psql($db, qq{SELECT rows_deleted FROM ttl_index_policy_stats() WHERE policy_id = $id}),
+	'<', 30000, 'while its own counter has its own shards\' rows only');
 for my $w (@workers)
 {
 	cmp_ok($w->safe_psql($db, qq{SELECT rows_deleted FROM ttl_index_policy_stats() WHERE policy_id = $id}),

@@ -293,9 +293,23 @@ TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM later', '0',
 	'a table distributed after its policy is purged on every node', 30);
 
 # ---- a single-shard distributed table (schema-based sharding's kind)
+# (its shard on a worker: the coordinator's own worker purges its shards
+# even without the policy's copy)
 $coord->safe_psql($db, q{
 CREATE TABLE single (id bigint, created_at timestamptz NOT NULL, payload text);
 SELECT create_distributed_table('single', NULL);
+});
+my ($single_shard, $single_port) = split /\|/, $coord->safe_psql($db,
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'single'::regclass});
+if ($single_port == $coord->port)
+{
+	$coord->safe_psql($db, sprintf(q{SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d,
+		shard_transfer_mode => 'block_writes')},
+		$single_shard, $host, $coord->port, $host, $workers[0]->port));
+}
+isnt($coord->safe_psql($db, q{SELECT nodeport FROM citus_shards WHERE table_name = 'single'::regclass}),
+	$coord->port, 'the single shard is on a worker');
+$coord->safe_psql($db, q{
 INSERT INTO single SELECT g, now() - interval '2 hours', 'x' FROM generate_series(1, 2000) g;
 SELECT ttl_create_index('single', 'created_at', 3600);
 });

@@ -46,7 +46,217 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
 
+-- Citus (citus.c).  A policy on a distributed table is made on the
+-- coordinator, in ttl_index_policy as any other; this table carries it to
+-- every node.  The first such policy makes it a Citus reference table:
+-- Citus then copies each change to every node in the same distributed
+-- transaction, and copies the table to a node before it places shards
+-- there.  The table is named by schema and name, not by regclass: a node
+-- added later receives the rows in binary, OIDs and all, and OIDs differ
+-- between nodes.  Each node's worker reads the policies from its own
+-- placement of this table and purges the placements of the table's shards
+-- it holds.  Written only by the trigger below, on the coordinator.
+CREATE TABLE @extschema@.ttl_index_citus_policy (
+	id					integer PRIMARY KEY,
+	table_schema		name NOT NULL,
+	table_name			name NOT NULL,
+	column_name			name NOT NULL,
+	expire_after		interval NOT NULL,
+	batch_size			integer,
+	enabled				boolean NOT NULL,
+	ttl_column			name,
+	filter				text,
+	unit				text,
+	action				text NOT NULL,
+	soft_delete_column	name,
+	rate_limit			integer,
+	replication_origin	boolean
+);
+
+COMMENT ON TABLE @extschema@.ttl_index_citus_policy IS
+	'TTL policies on Citus distributed tables, as every node reads them; kept equal to ttl_index_policy by a trigger on it';
+
+REVOKE ALL ON @extschema@.ttl_index_citus_policy FROM PUBLIC;
+GRANT SELECT ON @extschema@.ttl_index_citus_policy TO PUBLIC;
+
+-- Keep ttl_index_citus_policy equal to the coordinator's policies on
+-- distributed tables.  Every write to ttl_index_policy passes here: the
+-- API's, the DROP event trigger's, and the ALTER TABLE event trigger's,
+-- which rewrites the column names of every policy of an altered table (so
+-- a rename of the table, of its schema or of a column is carried over).
+-- Nothing happens without Citus, or on a node other than the coordinator
+-- (a worker's local policies are its own).
+CREATE FUNCTION @extschema@.ttl_index_citus_sync()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	-- one test at a time: a statement naming Citus's catalogs is parsed
+	-- only when reached, and they exist only where Citus is installed
+	IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
+	   OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
+		RETURN NULL;
+	END IF;
+	IF TG_OP IN ('UPDATE', 'DELETE')
+	   AND EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m WHERE m.id = OLD.id) THEN
+		DELETE FROM @extschema@.ttl_index_citus_policy WHERE id = OLD.id;
+	END IF;
+	-- distributed as citus.c tells it: hash- or range-distributed, or a
+	-- single-shard table of a colocation group (schema-based sharding);
+	-- not a reference table, not a Citus local table
+	IF TG_OP IN ('INSERT', 'UPDATE')
+	   AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
+				   WHERE d.logicalrelid = NEW.relid
+					 AND NOT (d.partmethod = 'n' AND (d.repmodel = 't' OR d.colocationid = 0))) THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
+					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
+			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
+		END IF;
+		INSERT INTO @extschema@.ttl_index_citus_policy
+		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
+			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
+			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
+			   NEW.replication_origin
+		  FROM pg_catalog.pg_class c
+		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		 WHERE c.oid = NEW.relid;
+	END IF;
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER ttl_index_citus_sync
+	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.ttl_index_policy
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.ttl_index_citus_sync();
+
+-- Each node's own counters for the policies on distributed tables, read on
+-- the coordinator through Citus's run_command_on_all_nodes().  A node that
+-- cannot be reached gives one row with reachable false and its error.
+CREATE FUNCTION @extschema@.ttl_index_citus_nodes(
+	OUT policy_id integer,
+	OUT table_name regclass,
+	OUT nodename text,
+	OUT nodeport integer,
+	OUT reachable boolean,
+	OUT rows_deleted bigint,
+	OUT errors bigint,
+	OUT last_error text,
+	OUT last_run timestamptz,
+	OUT lag interval,
+	OUT expired_estimate bigint,
+	OUT falling_behind boolean)
+RETURNS SETOF record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	IF pg_catalog.to_regproc('pg_catalog.run_command_on_all_nodes') IS NULL THEN
+		RAISE EXCEPTION 'Citus is not installed in this database'
+			USING ERRCODE = 'feature_not_supported';
+	END IF;
+	FOR r IN EXECUTE $q$
+		SELECT n.nodename::text AS nodename, n.nodeport, c.success, c.result
+		  FROM pg_catalog.run_command_on_all_nodes($c$
+			SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object(
+					'policy_id', s.policy_id, 'rows_deleted', s.rows_deleted,
+					'errors', s.errors, 'last_error', s.last_error,
+					'last_run', s.last_run, 'lag', s.lag,
+					'expired_estimate', s.expired_estimate,
+					'falling_behind', s.falling_behind)), '[]')
+			  FROM @extschema@.ttl_index_policy_stats() s
+			 WHERE s.policy_id IN (SELECT m.id FROM @extschema@.ttl_index_citus_policy m)
+		  $c$) c
+		  JOIN pg_catalog.pg_dist_node n ON n.nodeid = c.nodeid
+		 ORDER BY n.groupid, n.nodeid
+	$q$
+	LOOP
+		nodename := r.nodename;
+		nodeport := r.nodeport;
+		reachable := r.success;
+		IF NOT r.success THEN
+			policy_id := NULL; table_name := NULL; rows_deleted := NULL;
+			errors := NULL; last_run := NULL; lag := NULL;
+			expired_estimate := NULL; falling_behind := NULL;
+			last_error := r.result;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+		FOR policy_id, rows_deleted, errors, last_error, last_run, lag,
+			expired_estimate, falling_behind IN
+			SELECT (e->>'policy_id')::integer, (e->>'rows_deleted')::bigint,
+				   (e->>'errors')::bigint, e->>'last_error',
+				   (e->>'last_run')::timestamptz, (e->>'lag')::interval,
+				   (e->>'expired_estimate')::bigint, (e->>'falling_behind')::boolean
+			  FROM pg_catalog.json_array_elements(r.result::json) e
+		LOOP
+			SELECT p.relid INTO table_name
+			  FROM @extschema@.ttl_index_policy p WHERE p.id = policy_id;
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_citus_nodes() IS
+	'per node, the counters of each TTL policy on a Citus distributed table (run on the coordinator)';
+
+-- The whole table: rows and errors summed over the nodes, the greatest lag,
+-- the expired rows summed, and how many nodes answered.
+CREATE VIEW @extschema@.ttl_index_citus_stats AS
+	WITH n AS MATERIALIZED (
+		-- asks the nodes once; not at all when no policy is on a Citus table
+		SELECT * FROM @extschema@.ttl_index_citus_nodes()
+		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy))
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   count(n.nodename) AS nodes,
+		   count(n.nodename) FILTER (WHERE n.errors > 0) AS nodes_with_errors,
+		   (SELECT count(*) FROM n u WHERE NOT u.reachable) AS nodes_unreachable,
+		   coalesce(sum(n.rows_deleted), 0)::bigint AS rows_deleted,
+		   coalesce(sum(n.errors), 0)::bigint AS errors,
+		   max(n.lag) AS lag,
+		   sum(n.expired_estimate)::bigint AS expired_estimate,
+		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
+		   max(n.last_run) AS last_run
+	  FROM @extschema@.ttl_index_policy p
+	  JOIN @extschema@.ttl_index_citus_policy m ON m.id = p.id
+	  LEFT JOIN n ON n.policy_id = p.id
+	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
+
+GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;
+
+-- On a Citus coordinator, ttl_index_stats shows a policy on a distributed
+-- table over the whole table: rows_deleted and errors summed over the
+-- nodes, lag the greatest of theirs, expired_estimate summed, last_run the
+-- latest, last_error the latest node's, falling_behind any node's (from
+-- ttl_index_citus_nodes(), which asks every node: only when such a policy
+-- exists).  Its other counters are the coordinator's own; each node's are
+-- in ttl_index_citus_nodes().
 CREATE VIEW @extschema@.ttl_index_stats AS
+	WITH cluster AS MATERIALIZED (
+		SELECT n.policy_id,
+			   sum(n.rows_deleted)::bigint AS rows_deleted,
+			   sum(n.errors)::bigint AS errors,
+			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
+				  FILTER (WHERE n.last_error IS NOT NULL))[1] AS last_error,
+			   max(n.last_run) AS last_run,
+			   max(n.lag) AS lag,
+			   sum(n.expired_estimate)::bigint AS expired_estimate,
+			   bool_or(n.falling_behind) AS falling_behind
+		  FROM @extschema@.ttl_index_citus_nodes() n
+		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m
+						JOIN @extschema@.ttl_index_policy q ON q.id = m.id)
+		   AND n.reachable
+		 GROUP BY n.policy_id)
 	SELECT p.id AS policy_id,
 		   p.relid AS table_name,
 		   p.column_name,
@@ -55,18 +265,18 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 					pg_catalog.current_setting('ttl_index.batch_size', true)::integer)
 			 AS batch_size,
 		   p.enabled,
-		   coalesce(s.rows_deleted, 0) AS rows_deleted,
+		   coalesce(c.rows_deleted, s.rows_deleted, 0) AS rows_deleted,
 		   coalesce(s.batches, 0) AS batches,
 		   coalesce(s.passes, 0) AS passes,
 		   coalesce(s.rows_skipped_locked, 0) AS rows_skipped_locked,
 		   coalesce(s.skipped_locked, 0) AS skipped_locked,
-		   coalesce(s.errors, 0) AS errors,
-		   s.last_error,
+		   coalesce(c.errors, s.errors, 0) AS errors,
+		   coalesce(c.last_error, s.last_error) AS last_error,
 		   s.last_error_at,
-		   s.last_run,
+		   coalesce(c.last_run, s.last_run) AS last_run,
 		   coalesce(s.time_spent, interval '0') AS time_spent,
-		   s.lag,
-		   s.expired_estimate,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.lag ELSE s.lag END AS lag,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.expired_estimate ELSE s.expired_estimate END AS expired_estimate,
 		   s.next_expiry,
 		   s.stats_reset,
 		   NOT p.enabled AS paused,
@@ -86,9 +296,10 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   p.replication_origin,
 		   coalesce(s.expiry_rate, 0) AS expiry_rate,
 		   coalesce(s.delete_rate, 0) AS delete_rate,
-		   coalesce(s.falling_behind, false) AS falling_behind
+		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind
 	  FROM @extschema@.ttl_index_policy p
-	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id;
+	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
+	  LEFT JOIN cluster c ON c.policy_id = p.id;
 
 GRANT SELECT ON @extschema@.ttl_index_stats TO PUBLIC;
 
@@ -531,258 +742,3 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.ttl_from_cron() IS
 	'the pg_cron jobs that look like expiry cleanups, with the ttl_create_index() call that replaces each; changes nothing';
-
--- Citus (citus.c).  A policy on a distributed table is made on the
--- coordinator, in ttl_index_policy as any other; this table carries it to
--- every node.  The first such policy makes it a Citus reference table:
--- Citus then copies each change to every node in the same distributed
--- transaction, and copies the table to a node before it places shards
--- there.  The table is named by schema and name, not by regclass: a node
--- added later receives the rows in binary, OIDs and all, and OIDs differ
--- between nodes.  Each node's worker reads the policies from its own
--- placement of this table and purges the placements of the table's shards
--- it holds.  Written only by the trigger below, on the coordinator.
-CREATE TABLE @extschema@.ttl_index_citus_policy (
-	id					integer PRIMARY KEY,
-	table_schema		name NOT NULL,
-	table_name			name NOT NULL,
-	column_name			name NOT NULL,
-	expire_after		interval NOT NULL,
-	batch_size			integer,
-	enabled				boolean NOT NULL,
-	ttl_column			name,
-	filter				text,
-	unit				text,
-	action				text NOT NULL,
-	soft_delete_column	name,
-	rate_limit			integer,
-	replication_origin	boolean
-);
-
-COMMENT ON TABLE @extschema@.ttl_index_citus_policy IS
-	'TTL policies on Citus distributed tables, as every node reads them; kept equal to ttl_index_policy by a trigger on it';
-
-REVOKE ALL ON @extschema@.ttl_index_citus_policy FROM PUBLIC;
-GRANT SELECT ON @extschema@.ttl_index_citus_policy TO PUBLIC;
-
--- Keep ttl_index_citus_policy equal to the coordinator's policies on
--- distributed tables.  Every write to ttl_index_policy passes here: the
--- API's, the DROP event trigger's, and the ALTER TABLE event trigger's,
--- which rewrites the column names of every policy of an altered table (so
--- a rename of the table, of its schema or of a column is carried over).
--- Nothing happens without Citus, or on a node other than the coordinator
--- (a worker's local policies are its own).
-CREATE FUNCTION @extschema@.ttl_index_citus_sync()
-RETURNS trigger
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	-- one test at a time: a statement naming Citus's catalogs is parsed
-	-- only when reached, and they exist only where Citus is installed
-	IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
-	   OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
-		RETURN NULL;
-	END IF;
-	IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
-		RETURN NULL;
-	END IF;
-	IF TG_OP IN ('UPDATE', 'DELETE')
-	   AND EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m WHERE m.id = OLD.id) THEN
-		DELETE FROM @extschema@.ttl_index_citus_policy WHERE id = OLD.id;
-	END IF;
-	-- distributed as citus.c tells it: hash- or range-distributed, or a
-	-- single-shard table of a colocation group (schema-based sharding);
-	-- not a reference table, not a Citus local table
-	IF TG_OP IN ('INSERT', 'UPDATE')
-	   AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
-				   WHERE d.logicalrelid = NEW.relid
-					 AND NOT (d.partmethod = 'n' AND (d.repmodel = 't' OR d.colocationid = 0))) THEN
-		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
-					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
-			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
-		END IF;
-		INSERT INTO @extschema@.ttl_index_citus_policy
-		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
-			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
-			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin
-		  FROM pg_catalog.pg_class c
-		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		 WHERE c.oid = NEW.relid;
-	END IF;
-	RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER ttl_index_citus_sync
-	AFTER INSERT OR UPDATE OR DELETE ON @extschema@.ttl_index_policy
-	FOR EACH ROW EXECUTE FUNCTION @extschema@.ttl_index_citus_sync();
-
--- Each node's own counters for the policies on distributed tables, read on
--- the coordinator through Citus's run_command_on_all_nodes().  A node that
--- cannot be reached gives one row with reachable false and its error.
-CREATE FUNCTION @extschema@.ttl_index_citus_nodes(
-	OUT policy_id integer,
-	OUT table_name regclass,
-	OUT nodename text,
-	OUT nodeport integer,
-	OUT reachable boolean,
-	OUT rows_deleted bigint,
-	OUT errors bigint,
-	OUT last_error text,
-	OUT last_run timestamptz,
-	OUT lag interval,
-	OUT expired_estimate bigint,
-	OUT falling_behind boolean)
-RETURNS SETOF record
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	r record;
-BEGIN
-	IF pg_catalog.to_regproc('pg_catalog.run_command_on_all_nodes') IS NULL THEN
-		RAISE EXCEPTION 'Citus is not installed in this database'
-			USING ERRCODE = 'feature_not_supported';
-	END IF;
-	FOR r IN EXECUTE $q$
-		SELECT n.nodename::text AS nodename, n.nodeport, c.success, c.result
-		  FROM pg_catalog.run_command_on_all_nodes($c$
-			SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object(
-					'policy_id', s.policy_id, 'rows_deleted', s.rows_deleted,
-					'errors', s.errors, 'last_error', s.last_error,
-					'last_run', s.last_run, 'lag', s.lag,
-					'expired_estimate', s.expired_estimate,
-					'falling_behind', s.falling_behind)), '[]')
-			  FROM @extschema@.ttl_index_policy_stats() s
-			 WHERE s.policy_id IN (SELECT m.id FROM @extschema@.ttl_index_citus_policy m)
-		  $c$) c
-		  JOIN pg_catalog.pg_dist_node n ON n.nodeid = c.nodeid
-		 ORDER BY n.groupid, n.nodeid
-	$q$
-	LOOP
-		nodename := r.nodename;
-		nodeport := r.nodeport;
-		reachable := r.success;
-		IF NOT r.success THEN
-			policy_id := NULL; table_name := NULL; rows_deleted := NULL;
-			errors := NULL; last_run := NULL; lag := NULL;
-			expired_estimate := NULL; falling_behind := NULL;
-			last_error := r.result;
-			RETURN NEXT;
-			CONTINUE;
-		END IF;
-		FOR policy_id, rows_deleted, errors, last_error, last_run, lag,
-			expired_estimate, falling_behind IN
-			SELECT (e->>'policy_id')::integer, (e->>'rows_deleted')::bigint,
-				   (e->>'errors')::bigint, e->>'last_error',
-				   (e->>'last_run')::timestamptz, (e->>'lag')::interval,
-				   (e->>'expired_estimate')::bigint, (e->>'falling_behind')::boolean
-			  FROM pg_catalog.json_array_elements(r.result::json) e
-		LOOP
-			SELECT p.relid INTO table_name
-			  FROM @extschema@.ttl_index_policy p WHERE p.id = policy_id;
-			RETURN NEXT;
-		END LOOP;
-	END LOOP;
-END
-$$;
-
-COMMENT ON FUNCTION @extschema@.ttl_index_citus_nodes() IS
-	'per node, the counters of each TTL policy on a Citus distributed table (run on the coordinator)';
-
--- The whole table: rows and errors summed over the nodes, the greatest lag,
--- the expired rows summed, and how many nodes answered.
-CREATE VIEW @extschema@.ttl_index_citus_stats AS
-	WITH n AS MATERIALIZED (
-		-- asks the nodes once; not at all when no policy is on a Citus table
-		SELECT * FROM @extschema@.ttl_index_citus_nodes()
-		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy))
-	SELECT p.id AS policy_id,
-		   p.relid AS table_name,
-		   p.column_name,
-		   p.expire_after,
-		   count(n.nodename) AS nodes,
-		   count(n.nodename) FILTER (WHERE n.errors > 0) AS nodes_with_errors,
-		   (SELECT count(*) FROM n u WHERE NOT u.reachable) AS nodes_unreachable,
-		   coalesce(sum(n.rows_deleted), 0)::bigint AS rows_deleted,
-		   coalesce(sum(n.errors), 0)::bigint AS errors,
-		   max(n.lag) AS lag,
-		   sum(n.expired_estimate)::bigint AS expired_estimate,
-		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
-		   max(n.last_run) AS last_run
-	  FROM @extschema@.ttl_index_policy p
-	  JOIN @extschema@.ttl_index_citus_policy m ON m.id = p.id
-	  LEFT JOIN n ON n.policy_id = p.id
-	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
-
-GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;
-
--- On a Citus coordinator, ttl_index_stats shows a policy on a distributed
--- table over the whole table: rows_deleted and errors summed over the
--- nodes, lag the greatest of theirs, expired_estimate summed, last_run the
--- latest, last_error the latest node's, falling_behind any node's (from
--- ttl_index_citus_nodes(), which asks every node: only when such a policy
--- exists).  Its other counters are the coordinator's own; each node's are
--- in ttl_index_citus_nodes().
-CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
-	WITH cluster AS MATERIALIZED (
-		SELECT n.policy_id,
-			   sum(n.rows_deleted)::bigint AS rows_deleted,
-			   sum(n.errors)::bigint AS errors,
-			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
-				  FILTER (WHERE n.last_error IS NOT NULL))[1] AS last_error,
-			   max(n.last_run) AS last_run,
-			   max(n.lag) AS lag,
-			   sum(n.expired_estimate)::bigint AS expired_estimate,
-			   bool_or(n.falling_behind) AS falling_behind
-		  FROM @extschema@.ttl_index_citus_nodes() n
-		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m
-						JOIN @extschema@.ttl_index_policy q ON q.id = m.id)
-		   AND n.reachable
-		 GROUP BY n.policy_id)
-	SELECT p.id AS policy_id,
-		   p.relid AS table_name,
-		   p.column_name,
-		   p.expire_after,
-		   coalesce(p.batch_size,
-					pg_catalog.current_setting('ttl_index.batch_size', true)::integer)
-			 AS batch_size,
-		   p.enabled,
-		   coalesce(c.rows_deleted, s.rows_deleted, 0) AS rows_deleted,
-		   coalesce(s.batches, 0) AS batches,
-		   coalesce(s.passes, 0) AS passes,
-		   coalesce(s.rows_skipped_locked, 0) AS rows_skipped_locked,
-		   coalesce(s.skipped_locked, 0) AS skipped_locked,
-		   coalesce(c.errors, s.errors, 0) AS errors,
-		   coalesce(c.last_error, s.last_error) AS last_error,
-		   s.last_error_at,
-		   coalesce(c.last_run, s.last_run) AS last_run,
-		   coalesce(s.time_spent, interval '0') AS time_spent,
-		   CASE WHEN c.policy_id IS NOT NULL THEN c.lag ELSE s.lag END AS lag,
-		   CASE WHEN c.policy_id IS NOT NULL THEN c.expired_estimate ELSE s.expired_estimate END AS expired_estimate,
-		   s.next_expiry,
-		   s.stats_reset,
-		   NOT p.enabled AS paused,
-		   p.ttl_column,
-		   p.filter,
-		   p.unit,
-		   p.action,
-		   p.archive_table,
-		   p.soft_delete_column,
-		   p.rate_limit,
-		   coalesce(s.rows_archived, 0) AS rows_archived,
-		   coalesce(s.rows_soft_deleted, 0) AS rows_soft_deleted,
-		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
-		   coalesce(s.rows_held, 0) AS rows_held,
-		   s.last_error_sqlstate,
-		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
-		   p.replication_origin,
-		   coalesce(s.expiry_rate, 0) AS expiry_rate,
-		   coalesce(s.delete_rate, 0) AS delete_rate,
-		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind
-	  FROM @extschema@.ttl_index_policy p
-	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
-	  LEFT JOIN cluster c ON c.policy_id = p.id;

@@ -19,10 +19,13 @@
  *	  is what keeps later passes cheap;
  *	- the workers' capacity has room and no database waits (parallel.c).
  *
- * A helper stops, giving its slice back to the worker, as soon as any of
- * those no longer holds, a replica falls behind (replicas.c), a batch fails
- * (the worker, which isolates rows that fail, retries that slice), or its
- * worker's job ends.  It never restarts; the worker may start helpers again
+ * A job covers the table in hand and the targets after it in the pass
+ * (partitions, Citus shards: parallel.c), so a helper stays from one table
+ * to the next; a table it finds locked, gone or without its index is given
+ * up for the pass, and it goes on with the others.  A helper stops, giving
+ * its slice back to the worker, as soon as any of those no longer holds, a
+ * replica falls behind (replicas.c), a batch fails (the worker, which
+ * isolates rows that fail, retries that slice), or its worker's job ends.  It never restarts; the worker may start helpers again
  * on a later backlog.
  *
  * A helper's changes carry a replication origin of its own when the
@@ -95,6 +98,8 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 	int			n;
 	int			slotno = -1;
 	uint32		job_id = 0;
+	TtlJobTarget tables[TTL_MAX_JOB_TARGETS];
+	int			ntables;
 
 	pass->split = NULL;
 	if (t == NULL || t->parallel || !ttl_helpers_wanted(policy, pass))
@@ -105,12 +110,13 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 	if (!ttl_key_ordinal(t->keytype, pass->split_from, &lo) ||
 		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;
-	n = ttl_parallel_post(policy->id, t->relid, t->only, t->keytype, pass->now,
+	ntables = ttl_pass_job_tables(pass, t, tables);
+	n = ttl_parallel_post(policy->id, t->keytype, pass->now, tables, ntables,
 						  lo, hi, TTL_SLICES_PER_PROCESS * (want + 1), want,
 						  &slotno, &job_id);
 	if (n <= 0)
 		return;
-	ttl_pass_set_parallel(pass, t, job_id);
+	ttl_pass_set_parallel(pass, ntables, job_id);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -281,53 +287,45 @@ ttl_helper_main(Datum main_arg)
 
 	for (;;)
 	{
-		int64		from;
-		int64		hi;
+		TtlClaim	claim;
 		int			slice;
 
 		if ((why = ttl_helper_must_stop(&policy)) != NULL)
 			break;
-		slice = ttl_parallel_claim(&from, &hi);
+		slice = ttl_parallel_claim(&claim);
 		if (slice < 0)
 		{
 			why = "no slice left";
 			break;
 		}
-		ttl_pass_set_slice(pass, slice, from, hi);
+		ttl_pass_set_slice(pass, slice, &claim);
 		for (;;)
 		{
 			TtlBatchResult result;
-			int			outcome;
-			int64		cur;
-			bool		have_cur;
 
 			if ((why = ttl_helper_must_stop(&policy)) != NULL)
 				break;
 			ttl_pass_slice_refresh(pass);
-			outcome = ttl_helper_batch(&policy, pass, &result);
-			if (outcome < 0)
+			if (ttl_helper_batch(&policy, pass, &result) < 0)
 			{
 				why = "a batch failed";
 				break;
 			}
 			pgstat_report_stat(false);
 			ttl_stats_count_batch(MyDatabaseId, &policy, &result);
-			have_cur = ttl_pass_slice_resume(pass, &cur);
-			ttl_parallel_progress(slice, have_cur, cur, result.deleted, result.left);
-			if (outcome == TTL_BATCH_MORE)
-				continue;
-			/* the slice's end; anything else is the worker's to handle */
-			ttl_parallel_release(slice, outcome == TTL_BATCH_DONE);
-			slice = -1;
-			if (outcome != TTL_BATCH_DONE)
-				why = "the table is locked, gone or without its index";
-			break;
+
+			/*
+			 * At the slice's end, the next; a table found locked, gone or
+			 * without its index is given up for this pass (the worker
+			 * learns why), and the helper goes on with the others.
+			 */
+			if (!ttl_pass_slice_after(pass, &result))
+				break;
 		}
-		if (slice >= 0)
-			ttl_parallel_release(slice, false);
 		if (why != NULL)
 			break;
 	}
+	ttl_pass_slice_abandon(pass);
 	ereport(DEBUG1,
 			(errmsg_internal("ttl_index helper of policy %d leaves after %lld rows: %s",
 							 policy.id, (long long) pass->pass_rows, why)));

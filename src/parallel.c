@@ -5,19 +5,29 @@
  *	  helpers use to drain one large backlog together (helper.c starts the
  *	  helpers, purge.c runs the slices).
  *
- * A job is one target of one pass: its key range from where the lead
- * stands to the pass's cutoff, as ordinals (ttl_key_ordinal), cut into
- * slices of equal width.  Every process, the lead included, takes a free
- * slice, drains it in bounded batches of its own (one transaction each),
- * records after each batch how far it got, and takes the next.  Rows are
+ * A job is part of one pass: the table in hand (a target) from where the
+ * lead stands to the pass's cutoff, as ordinals (ttl_key_ordinal), cut
+ * into slices of equal width, and the targets after it in the pass's list
+ * (the other partitions, or Citus shards, of the policy's table), each one
+ * slice from its index's start to the cutoff.  So a policy whose rows are
+ * spread over many tables keeps its helpers from one table to the next,
+ * instead of starting them anew for each.  Every process, the lead
+ * included, takes a free slice (in that order), drains it in bounded
+ * batches of its own (one transaction each), records after each batch how
+ * far it got, and takes the next.  Rows are
  * seldom spread evenly over their keys (a backlog of an hour's rows in a
  * range of days), so a process that finds no free slice takes the upper
  * half of the widest slice another process still holds (from that one's
- * progress to its end), whose owner reads its new end before its next
- * batch; halving again and again, the processes end close together
+ * progress to its end; a slice from an index's start can be halved once
+ * its first batch said where it stands), whose owner reads its new end
+ * before its next batch; halving again and again, the processes end close together
  * whatever the distribution.  A row the owner's batch in flight reaches
  * past the new end is seen by both: deleting is idempotent, and the second
- * finds it deleted or locked.  A helper that
+ * finds it deleted or locked.  A table a process finds locked, gone or
+ * without its index is given up for this pass, all its slices with it
+ * (ttl_parallel_give_up), and the lead learns why when it looks at the
+ * finished tables (ttl_parallel_finished), as it walks each one again
+ * (purge.c).  A helper that
  * stops early (an error, the application busy, a replica behind, told to
  * leave, its exit) gives its slice back with its progress, and the lead,
  * which has the pass's machinery for rows that fail (held.c), takes it
@@ -74,17 +84,19 @@ ttl_parallel_lead_slot(void)
 
 /*
  * ttl_parallel_post
- *		The lead posts a job over the ordinals [lo, hi) of the target relid
- *		of policy_id, cut into nslices slices, and reserves up to `want`
- *		helpers, as many as the workers' capacity allows while no database
- *		waits for a worker.  Returns how many it reserved (the caller
- *		registers that many, and gives back those it could not with
- *		ttl_parallel_unreserve); 0 posts nothing.  *slotno and *job_id are
- *		for the helpers.
+ *		The lead posts a job over the tables of its pass (tables[0], the one
+ *		in hand, over the ordinals [lo, hi), cut into nslices slices; each
+ *		other one slice from its index's start up to hi), for policy_id, and
+ *		reserves up to `want` helpers, as many as the workers' capacity
+ *		allows while no database waits for a worker.  Returns how many it
+ *		reserved (the caller registers that many, and gives back those it
+ *		could not with ttl_parallel_unreserve); 0 posts nothing.  *slotno and
+ *		*job_id are for the helpers.
  */
 int
-ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
-				  TimestampTz pass_now, int64 lo, int64 hi, int nslices, int want,
+ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
+				  const TtlJobTarget *tables, int ntables,
+				  int64 lo, int64 hi, int nslices, int want,
 				  int *slotno, uint32 *job_id)
 {
 	TtlDbSlot  *slot;
@@ -93,11 +105,14 @@ ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
 	int			n = 0;
 	uint64		width;
 
-	if (hi <= lo)
+	if (hi <= lo || ntables < 1)
 		return 0;
+	ntables = Min(ntables, TTL_MAX_JOB_TARGETS);
 	width = (uint64) hi - (uint64) lo;
-	nslices = (int) Min((uint64) Min(nslices, TTL_MAX_SLICES), width);
-	if (nslices < 2)
+	/* room for the other tables' slices, and as many again to halve */
+	nslices = (int) Min((uint64) Min(nslices, TTL_MAX_SLICES / 2 - (ntables - 1)),
+						width);
+	if (nslices < 1 || (nslices < 2 && ntables < 2))
 		return 0;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
@@ -120,21 +135,35 @@ ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
 	{
 		TtlJob	   *job = &slot->job;
 		uint32		id = job->id + 1;
+		int			k = 0;
 
 		memset(job, 0, sizeof(TtlJob));
 		job->id = id;
 		job->active = true;
 		job->policy_id = policy_id;
-		job->relid = relid;
-		job->only = only;
 		job->keytype = keytype;
 		job->pass_now = pass_now;
-		for (int i = 0; i < nslices; i++)
+		job->ntargets = ntables;
+		for (int i = 0; i < ntables; i++)
 		{
-			job->slices[i].state = TTL_SLICE_FREE;
-			job->slices[i].cur = (int64) ((uint64) lo + width / nslices * i);
-			job->slices[i].hi = i == nslices - 1 ? hi :
+			job->targets[i] = tables[i];
+			job->outcomes[i] = TTL_BATCH_MORE;
+		}
+		for (int i = 0; i < nslices; i++, k++)
+		{
+			job->slices[k].state = TTL_SLICE_FREE;
+			job->slices[k].target = 0;
+			job->slices[k].cur = (int64) ((uint64) lo + width / nslices * i);
+			job->slices[k].hi = i == nslices - 1 ? hi :
 				(int64) ((uint64) lo + width / nslices * (i + 1));
+		}
+		for (int i = 1; i < ntables; i++, k++)
+		{
+			job->slices[k].state = TTL_SLICE_FREE;
+			job->slices[k].target = (uint8) i;
+			job->slices[k].from_start = true;
+			job->slices[k].cur = hi;
+			job->slices[k].hi = hi;
 		}
 		job->reserved = n;
 		*job_id = id;
@@ -178,6 +207,7 @@ ttl_parallel_steal(TtlJob *job)
 		TtlSlice   *sl = &job->slices[i];
 
 		if (sl->state == TTL_SLICE_TAKEN && sl->taken_by != MyProcPid &&
+			!sl->from_start &&
 			sl->hi > sl->cur && (uint64) sl->hi - (uint64) sl->cur > best)
 		{
 			best = (uint64) sl->hi - (uint64) sl->cur;
@@ -190,6 +220,8 @@ ttl_parallel_steal(TtlJob *job)
 		return -1;
 	job->slices[entry].state = TTL_SLICE_TAKEN;
 	job->slices[entry].taken_by = MyProcPid;
+	job->slices[entry].target = job->slices[widest].target;
+	job->slices[entry].from_start = false;
 	job->slices[entry].hi = job->slices[widest].hi;
 	job->slices[entry].cur = (int64) ((uint64) job->slices[widest].cur + best / 2);
 	job->slices[widest].hi = job->slices[entry].cur;
@@ -200,13 +232,14 @@ ttl_parallel_steal(TtlJob *job)
  * ttl_parallel_claim
  *		Take a slice of the job (the lead's, or the helper's own): a free
  *		one, else the upper half of the widest one another process holds.
- *		Returns its number, with where to start in it (*from; its start, or
- *		where a process that gave it back got to) and its end (*hi).
+ *		Returns its number, and fills in *claim: its table, where to start
+ *		in it (the index's start, its start, or where a process that gave it
+ *		back got to) and its end.
  *		TTL_CLAIM_BUSY: nothing to take, some slices still held by others.
  *		TTL_CLAIM_OVER: every slice done, or (for a helper) the job is over.
  */
 int
-ttl_parallel_claim(int64 *from, int64 *hi)
+ttl_parallel_claim(TtlClaim *claim)
 {
 	TtlDbSlot  *slot;
 	TtlJob	   *job;
@@ -238,8 +271,13 @@ ttl_parallel_claim(int64 *from, int64 *hi)
 		}
 		if (result >= 0)
 		{
-			*from = job->slices[result].cur;
-			*hi = job->slices[result].hi;
+			TtlSlice   *sl = &job->slices[result];
+
+			claim->target = sl->target;
+			claim->table = job->targets[sl->target];
+			claim->from_start = sl->from_start;
+			claim->from = sl->cur;
+			claim->hi = sl->hi;
 		}
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
@@ -286,8 +324,14 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left)
 	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
 		slot->job.slices[i].taken_by == MyProcPid)
 	{
-		if (have_cur && cur > slot->job.slices[i].cur)
-			slot->job.slices[i].cur = cur;
+		TtlSlice   *sl = &slot->job.slices[i];
+
+		/* a slice from the index's start now knows where it stands */
+		if (have_cur && (sl->from_start || cur > sl->cur) && cur <= sl->hi)
+		{
+			sl->cur = cur;
+			sl->from_start = false;
+		}
 		slot->job.helper_rows += rows;
 		slot->job.helper_left += left;
 	}
@@ -318,6 +362,78 @@ ttl_parallel_release(int i, bool done)
 	LWLockRelease(ttl_shmem_slots_lock());
 	if (lead != NULL)
 		SetLatch(lead);
+}
+
+/*
+ * ttl_parallel_give_up
+ *		The table of slice i was found locked, gone or without its index
+ *		(`outcome`, a TtlBatchOutcome): this pass leaves it, every free slice
+ *		of it with slice i.  Those other processes hold end at their next
+ *		batch, which finds the same, or finish if the table came free.
+ */
+void
+ttl_parallel_give_up(int i, int outcome)
+{
+	TtlDbSlot  *slot;
+	Latch	   *lead = NULL;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
+	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
+		slot->job.slices[i].taken_by == MyProcPid)
+	{
+		TtlJob	   *job = &slot->job;
+		int			target = job->slices[i].target;
+
+		job->outcomes[target] = (uint8) outcome;
+		job->slices[i].state = TTL_SLICE_DONE;
+		job->slices[i].taken_by = 0;
+		for (int j = 0; j < TTL_MAX_SLICES; j++)
+			if (job->slices[j].state == TTL_SLICE_FREE && job->slices[j].target == target)
+				job->slices[j].state = TTL_SLICE_DONE;
+		if (HelperSlot != NULL)
+			lead = slot->latch;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	if (lead != NULL)
+		SetLatch(lead);
+}
+
+/*
+ * ttl_parallel_finished
+ *		For the lead: a table of its job whose every slice is done, and not
+ *		in `handled` (bit i for table i), or -1.  *outcome says whether it
+ *		was drained (TTL_BATCH_MORE) or why a process gave it up.
+ */
+int
+ttl_parallel_finished(uint32 handled, int *outcome)
+{
+	TtlDbSlot  *slot;
+	int			found = -1;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
+	slot = ttl_parallel_lead_slot();
+	if (slot != NULL && slot->job.active)
+	{
+		TtlJob	   *job = &slot->job;
+		uint32		open = 0;
+
+		for (int j = 0; j < TTL_MAX_SLICES; j++)
+			if (job->slices[j].state == TTL_SLICE_FREE ||
+				job->slices[j].state == TTL_SLICE_TAKEN)
+				open |= (uint32) 1 << job->slices[j].target;
+		for (int t = 0; t < job->ntargets; t++)
+		{
+			if ((handled & ((uint32) 1 << t)) == 0 && (open & ((uint32) 1 << t)) == 0)
+			{
+				found = t;
+				*outcome = job->outcomes[t];
+				break;
+			}
+		}
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return found;
 }
 
 /*
@@ -385,8 +501,6 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 	{
 		info->dboid = slot->dboid;
 		info->policy_id = slot->job.policy_id;
-		info->relid = slot->job.relid;
-		info->only = slot->job.only;
 		info->keytype = slot->job.keytype;
 		info->pass_now = slot->job.pass_now;
 		HelperSlot = slot;

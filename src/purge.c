@@ -1026,7 +1026,7 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	 * rows in 0.6 s) a third of its time before the helper came.
 	 */
 	if (outcome == TTL_BATCH_MORE && have_last && t->keybyval && !t->parallel &&
-		!t->have_stop && !t->sweep && result->deleted > 0 &&
+		!t->have_stop && !t->sweep && result->deleted > 0 && pass->job_id == 0 &&
 		pass->pass_batches >= (t->scattered && t->ttl_attnum == 0 ? 2 : 1))
 	{
 		pass->split = t;
@@ -1072,91 +1072,243 @@ ttl_batch_commit_mode(TtlPolicy *policy)
 }
 
 /*
- * ttl_pass_take_slice
- *		The worker takes the next free slice of the target it shares with
- *		helpers.  Returns false when every free slice is taken by a helper.
- *		When every slice is done, the job ends: the helpers' rows join the
- *		pass, and the target's next batches walk the range again from the
- *		known-dead prefix up to the cutoff.
+ * ttl_pass_job_tables
+ *		The tables a job over the pass's split would share (parallel.c): the
+ *		target in hand (split), then those after it in the pass's list, up to the
+ *		first scattered one (a slice is drained in key order, and a
+ *		scattered table is better swept by the worker alone).  Returns how
+ *		many.
  */
-static bool
-ttl_pass_take_slice(TtlPass *pass, TtlTarget *t)
+int
+ttl_pass_job_tables(TtlPass *pass, TtlTarget *split, TtlJobTarget *tables)
 {
-	int64		from;
-	int64		hi;
-	int64		left;
-	int			i = ttl_parallel_claim(&from, &hi);
+	int			n = 0;
 
-	if (i >= 0)
+	/* the split is offered by the batch on the target in hand */
+	Assert(list_nth(pass->targets, pass->current) == split);
+	for (int i = pass->current; i < list_length(pass->targets) &&
+		 n < TTL_MAX_JOB_TARGETS; i++)
 	{
-		int64		at;
+		TtlTarget  *t = (TtlTarget *) list_nth(pass->targets, i);
 
-		/*
-		 * The known-dead prefix goes on only through the worker's first
-		 * slice, which starts where the worker stood: the others start
-		 * elsewhere.
-		 */
-		if (t->skip.tracking &&
-			!(t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, &at) &&
-			  at == from))
-			ttl_skip_forget(t);
-		t->slice = i;
-		t->have_stop = true;
-		t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
-		ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, from));
-		return true;
+		if (n > 0 && (t->scattered || t->retry != NIL))
+			break;
+		tables[n].relid = t->relid;
+		tables[n].only = t->only;
+		tables[n].shard = t->shard;
+		n++;
 	}
-	if (i == TTL_CLAIM_BUSY)
-		return false;
-	pass->pass_rows += ttl_parallel_end(pass->job_id, &left);
-	pass->pass_left += left;
-	pass->job_id = 0;
-	t->parallel = false;
-
-	/*
-	 * Walk the range once more from the known-dead prefix, as a pass's
-	 * start does: the helpers' entries, all dead now, join the prefix (the
-	 * views' probes start past it), and a row inserted meanwhile with a key
-	 * below the cutoff is deleted.  The batches find few rows: bounded by
-	 * time as any other.
-	 */
-	t->have_resume = false;
-	return true;
+	return n;
 }
 
 /*
  * ttl_pass_set_parallel
- *		Job job_id is posted for target t, up to the cutoff: its batches take
- *		slices from now on.  The known-dead prefix goes on through the
- *		worker's first slice (contiguous with it) and ends there; the next
- *		pass extends it over the helpers' ranges as it walks them.
+ *		Job job_id is posted over the pass's first ntables targets from the
+ *		one in hand on: the lead's batches take slices of them from now on.
+ *		The known-dead prefix of the target in hand goes on through the
+ *		lead's first slice (contiguous with it) and ends there; each
+ *		table's prefix is extended over the others' ranges when the lead
+ *		walks the table again once it is drained.
  */
 void
-ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id)
+ttl_pass_set_parallel(TtlPass *pass, int ntables, uint32 job_id)
 {
-	t->parallel = true;
-	t->have_stop = false;
 	pass->job_id = job_id;
+	pass->job_first = pass->current;
+	pass->job_ntargets = ntables;
+	pass->job_handled = 0;
+	pass->job_cur = NULL;
+	pass->job_walk = NULL;
+	for (int i = 0; i < ntables; i++)
+	{
+		TtlTarget  *t = (TtlTarget *) list_nth(pass->targets, pass->current + i);
+
+		/*
+		 * A table the pass has not resolved yet takes the shared key's type
+		 * (by value), which its slices' keys are made of; resolving at its
+		 * first batch says the same (the tables of one policy share the
+		 * column's type).
+		 */
+		if (t->resolved_gen == 0)
+		{
+			TtlTarget  *first = (TtlTarget *) list_nth(pass->targets, pass->current);
+
+			t->keytype = first->keytype;
+			t->keybyval = true;
+			t->keylen = sizeof(Datum);
+		}
+		t->parallel = true;
+		t->have_stop = false;
+		pass->job_targets[i] = t;
+	}
+}
+
+/*
+ * ttl_pass_job_over
+ *		The lead's job ended, every slice done, or cancelled (a table of it
+ *		errored out of the pass in hand, or the settings changed): the
+ *		helpers' rows join the pass, and the pass goes on after the job's
+ *		tables.
+ */
+static void
+ttl_pass_job_over(TtlPass *pass)
+{
+	int64		left;
+
+	pass->pass_rows += ttl_parallel_end(pass->job_id, &left);
+	pass->pass_left += left;
+	pass->job_id = 0;
+	for (int i = 0; i < pass->job_ntargets; i++)
+	{
+		pass->job_targets[i]->parallel = false;
+		pass->job_targets[i]->have_stop = false;
+	}
+	pass->current = pass->job_first + pass->job_ntargets;
+	pass->job_ntargets = 0;
+	pass->job_cur = NULL;
+	pass->job_walk = NULL;
+}
+
+/*
+ * ttl_pass_job_next
+ *		The lead's next batch in its job: on the table it walks again, else
+ *		on the slice in hand, else on a drained table to walk again, else on
+ *		a slice it claims.  Returns NULL with *wait when every slice left is
+ *		a helper's, and NULL without when the job is over.
+ *
+ * A drained table is walked again from its known-dead prefix up to the
+ * cutoff, as a pass's start does, while the helpers drain the others: the
+ * helpers' entries, all dead now, join the prefix (the views' probes start
+ * past it), a row inserted meanwhile with a key below the cutoff is
+ * deleted, and the walk's end reads when the table's next row expires.
+ */
+static TtlTarget *
+ttl_pass_job_next(TtlPass *pass, bool *wait)
+{
+	TtlClaim	claim;
+	int			i;
+	int			outcome;
+
+	*wait = false;
+	if (pass->job_walk != NULL)
+		return pass->job_walk;
+	if (pass->job_cur != NULL)
+		return pass->job_cur;
+
+	while ((i = ttl_parallel_finished(pass->job_handled, &outcome)) >= 0)
+	{
+		TtlTarget  *t = pass->job_targets[i];
+
+		pass->job_handled |= (uint32) 1 << i;
+		t->parallel = false;
+		t->have_stop = false;
+		if (outcome == TTL_BATCH_LOCKED)
+			pass->skipped_locked = true;
+		else if (outcome == TTL_BATCH_NO_INDEX)
+			pass->missing_index = true;
+		else if (outcome == TTL_BATCH_MORE)
+		{
+			t->have_resume = false;
+			pass->job_walk = t;
+			return t;
+		}
+	}
+
+	i = ttl_parallel_claim(&claim);
+	if (i >= 0)
+	{
+		TtlTarget  *t = pass->job_targets[claim.target];
+		int64		at;
+
+		/*
+		 * The known-dead prefix goes on only through a slice that starts
+		 * where the lead stood, or from the index's start (past the
+		 * prefix): the others start elsewhere.
+		 */
+		if (claim.from_start)
+			t->have_resume = false;
+		else
+		{
+			if (t->skip.tracking &&
+				!(t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, &at) &&
+				  at == claim.from))
+				ttl_skip_forget(t);
+			ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, claim.from));
+		}
+		t->slice = i;
+		t->have_stop = true;
+		t->stop_key = ttl_key_from_ordinal(t->keytype, claim.hi);
+		pass->job_cur = t;
+		return t;
+	}
+	if (i == TTL_CLAIM_BUSY)
+	{
+		*wait = true;
+		return NULL;
+	}
+
+	/*
+	 * Every slice done, or the job ended under the lead (its database is
+	 * being dropped): a table not looked at yet is walked as any drained
+	 * one, which deletes what may be left of it.
+	 */
+	for (i = 0; i < pass->job_ntargets; i++)
+	{
+		TtlTarget  *t = pass->job_targets[i];
+
+		if ((pass->job_handled & ((uint32) 1 << i)) != 0)
+			continue;
+		pass->job_handled |= (uint32) 1 << i;
+		t->parallel = false;
+		t->have_stop = false;
+		t->have_resume = false;
+		pass->job_walk = t;
+		return t;
+	}
+	ttl_pass_job_over(pass);
+	return NULL;
+}
+
+/*
+ * ttl_pass_slice_done
+ *		After a batch in a slice (the lead's or a helper's): record the
+ *		progress others may halve from, or at the slice's end release it,
+ *		or give its table up when the table is locked, gone or without its
+ *		index.  Returns whether the slice is still in hand.
+ */
+static bool
+ttl_pass_slice_done(TtlTarget *t, TtlBatchOutcome outcome, TtlBatchResult *result,
+					bool helper)
+{
+	int64		cur = 0;
+	bool		have_cur;
+
+	have_cur = outcome == TTL_BATCH_MORE && t->have_resume &&
+		ttl_key_ordinal(t->keytype, t->resume_key, &cur);
+	ttl_parallel_progress(t->slice, have_cur, cur,
+						  helper ? result->deleted : 0, helper ? result->left : 0);
+	if (outcome == TTL_BATCH_MORE)
+		return true;
+	if (outcome == TTL_BATCH_DONE)
+		ttl_parallel_release(t->slice, true);
+	else
+		ttl_parallel_give_up(t->slice, outcome);
+	t->have_stop = false;
+	return false;
 }
 
 /*
  * ttl_pass_for_helper
- *		A helper's pass: its lead's, on the one target they share, with a
- *		held set of its own.
+ *		A helper's pass: its lead's, on the tables they share (made as the
+ *		helper claims slices of them), with a held set of its own.
  */
 TtlPass *
 ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
 {
 	TtlPass    *pass = ttl_pass_begin(policy, NULL, ttl_held_create(parent),
 									  info->pass_now, 0, parent);
-	TtlTarget  *t = ttl_target_create(info->relid, info->only, pass->cxt);
 
-	/* the shared key's type (by value); resolving says the same */
-	t->keytype = info->keytype;
-	t->keybyval = true;
-	t->keylen = sizeof(Datum);
-	t->parallel = true;
-	pass->targets = list_make1(t);
+	pass->job_keytype = info->keytype;
 	pass->listed = true;
 	pass->drops_done = true;
 	return pass;
@@ -1164,17 +1316,33 @@ ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
 
 /*
  * ttl_pass_set_slice
- *		A helper's next slice: from ordinal `from` up to `hi`.
+ *		A helper's next slice, as claimed (parallel.c).
  */
 void
-ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi)
+ttl_pass_set_slice(TtlPass *pass, int slice, TtlClaim *claim)
 {
-	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
+	TtlTarget  *t = pass->job_targets[claim->target];
 
+	if (t == NULL)
+	{
+		t = ttl_target_create(claim->table.relid, claim->table.only, pass->cxt);
+		t->shard = claim->table.shard;
+		/* the shared key's type (by value); resolving says the same */
+		t->keytype = pass->job_keytype;
+		t->keybyval = true;
+		t->keylen = sizeof(Datum);
+		t->parallel = true;
+		pass->job_targets[claim->target] = t;
+		pass->targets = lappend(pass->targets, t);
+	}
 	t->slice = slice;
 	t->have_stop = true;
-	t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
-	ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, from));
+	t->stop_key = ttl_key_from_ordinal(t->keytype, claim->hi);
+	if (claim->from_start)
+		t->have_resume = false;
+	else
+		ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, claim->from));
+	pass->job_cur = t;
 }
 
 /*
@@ -1185,41 +1353,24 @@ ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi)
 void
 ttl_pass_slice_refresh(TtlPass *pass)
 {
-	ListCell   *lc;
+	TtlTarget  *t = pass->job_cur;
+	int64		hi;
 
-	foreach(lc, pass->targets)
-	{
-		TtlTarget  *t = (TtlTarget *) lfirst(lc);
-		int64		hi;
-
-		if (t->have_stop && ttl_parallel_slice_end(t->slice, &hi))
-			t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
-	}
-}
-
-/*
- * ttl_pass_slice_resume
- *		Where the helper's slice resumes after its last batch, as an
- *		ordinal.
- */
-bool
-ttl_pass_slice_resume(TtlPass *pass, int64 *cur)
-{
-	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
-
-	return t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, cur);
+	if (t != NULL && t->have_stop && ttl_parallel_slice_end(t->slice, &hi))
+		t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
 }
 
 /*
  * ttl_purge_slice
- *		One batch of a helper in its slice: TTL_BATCH_MORE, or
- *		TTL_BATCH_DONE at the slice's end, or why it cannot go on.  Must be
- *		called inside a transaction.
+ *		One batch of a helper in its slice, its progress recorded: whether
+ *		the slice is still in hand (else it is released, done, or its table
+ *		given up).  Must be called inside a transaction; the recording is
+ *		for after its commit (ttl_pass_slice_after).
  */
 TtlBatchOutcome
 ttl_purge_slice(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 {
-	TtlTarget  *t = (TtlTarget *) linitial(pass->targets);
+	TtlTarget  *t = pass->job_cur;
 
 	memset(result, 0, sizeof(TtlBatchResult));
 	PreventCommandIfReadOnly("DELETE");
@@ -1227,6 +1378,37 @@ ttl_purge_slice(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	pass->pass_rows += result->deleted;
 	pass->pass_batches++;
 	return result->outcome;
+}
+
+/*
+ * ttl_pass_slice_after
+ *		After a helper's batch committed: its progress, its rows, and the
+ *		slice released or its table given up at the end.  Returns whether
+ *		the slice is still in hand.
+ */
+bool
+ttl_pass_slice_after(TtlPass *pass, TtlBatchResult *result)
+{
+	TtlTarget  *t = pass->job_cur;
+
+	if (ttl_pass_slice_done(t, result->outcome, result, true))
+		return true;
+	pass->job_cur = NULL;
+	return false;
+}
+
+/*
+ * ttl_pass_slice_abandon
+ *		A helper leaves with its slice in hand: it goes back, part done.
+ */
+void
+ttl_pass_slice_abandon(TtlPass *pass)
+{
+	if (pass->job_cur != NULL && pass->job_cur->have_stop)
+		ttl_parallel_release(pass->job_cur->slice, false);
+	if (pass->job_cur != NULL)
+		pass->job_cur->have_stop = false;
+	pass->job_cur = NULL;
 }
 
 /*
@@ -1287,45 +1469,43 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 				result->outcome = TTL_BATCH_GONE;
 			break;
 		}
+		if (pass->job_id != 0)
+		{
+			bool		wait;
+
+			/* sharing the pass's tables with helpers */
+			t = ttl_pass_job_next(pass, &wait);
+			if (wait)
+			{
+				/* every free slice is taken: the worker waits for its helpers */
+				pass->waiting_helpers = true;
+				result->outcome = TTL_BATCH_MORE;
+				break;
+			}
+			if (t != NULL)
+			{
+				if (t->have_stop)
+					ttl_pass_slice_refresh(pass);
+				outcome = ttl_purge_target(policy, pass, t, result);
+				if (t == pass->job_walk)
+				{
+					if (outcome == TTL_BATCH_LOCKED)
+						pass->skipped_locked = true;
+					else if (outcome == TTL_BATCH_NO_INDEX)
+						pass->missing_index = true;
+					if (outcome != TTL_BATCH_MORE)
+						pass->job_walk = NULL;
+				}
+				else if (!ttl_pass_slice_done(t, outcome, result, false))
+					pass->job_cur = NULL;
+				result->outcome = TTL_BATCH_MORE;
+				break;
+			}
+			/* the job is over: the tables after it */
+			continue;
+		}
 		t = (TtlTarget *) list_nth(pass->targets, pass->current);
-		if (t->parallel && !t->have_stop && !ttl_pass_take_slice(pass, t))
-		{
-			/* every free slice is taken: the worker waits for its helpers */
-			pass->waiting_helpers = true;
-			result->outcome = TTL_BATCH_MORE;
-			break;
-		}
-		if (t->have_stop)
-			ttl_pass_slice_refresh(pass);
 		outcome = ttl_purge_target(policy, pass, t, result);
-		if (t->have_stop && outcome == TTL_BATCH_MORE && t->have_resume)
-		{
-			int64		cur;
-
-			/* others may take the upper half of what is left */
-			if (ttl_key_ordinal(t->keytype, t->resume_key, &cur))
-				ttl_parallel_progress(t->slice, true, cur, 0, 0);
-		}
-		if (t->have_stop)
-		{
-			/* the end of the slice in hand, or it cannot go on */
-			if (outcome != TTL_BATCH_MORE)
-			{
-				ttl_parallel_release(t->slice, outcome == TTL_BATCH_DONE);
-				t->have_stop = false;
-			}
-			if (outcome == TTL_BATCH_DONE)
-				outcome = TTL_BATCH_MORE;	/* the next slice, next batch */
-			else if (outcome != TTL_BATCH_MORE)
-			{
-				/* locked, gone, without index: the helpers too; end it */
-				int64		left;
-
-				(void) ttl_parallel_end(pass->job_id, &left);
-				pass->job_id = 0;
-				t->parallel = false;
-			}
-		}
 		if (outcome == TTL_BATCH_MORE)
 		{
 			result->outcome = TTL_BATCH_MORE;

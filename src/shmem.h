@@ -20,8 +20,10 @@
 
 /*
  * A database's large backlog shared with helper processes (parallel.c):
- * the key range of one target cut into slices, each taken by one process
- * at a time; a process with no free slice takes the upper half of the
+ * the tables of one pass (a table, or its partitions or shards from the
+ * one in hand on), the first cut by key into slices, each other one slice
+ * of its own from its index's start; each slice is taken by one process at
+ * a time, and a process with no free slice takes the upper half of the
  * widest slice another holds.  Keys are ordinals (ttl_key_ordinal): int64
  * that sort as the keys.  Under the slots lock; written by the database's
  * worker (the lead: post, end) and by the helpers (attach, detach), and by
@@ -38,6 +40,8 @@ typedef enum TtlSliceState
 typedef struct TtlSlice
 {
 	uint8		state;
+	uint8		target;			/* the table: an index into job->targets */
+	bool		from_start;		/* cur not known yet: the index's start */
 	pid_t		taken_by;
 	int64		cur;			/* where it resumes: committed progress */
 	int64		hi;				/* it ends below this */
@@ -48,10 +52,12 @@ typedef struct TtlJob
 	uint32		id;				/* bumped at each post */
 	bool		active;			/* posted, not yet ended */
 	int32		policy_id;
-	Oid			relid;			/* the target */
-	bool		only;
 	Oid			keytype;		/* of the ordinals */
 	TimestampTz pass_now;		/* the lead's pass: the same cutoff */
+	int			ntargets;
+	TtlJobTarget targets[TTL_MAX_JOB_TARGETS];
+	/* TTL_BATCH_MORE while a table is worked on, else why it was given up */
+	uint8		outcomes[TTL_MAX_JOB_TARGETS];
 	TtlSlice	slices[TTL_MAX_SLICES];
 	int			reserved;		/* helpers registered, not yet attached */
 	pid_t		helpers[TTL_MAX_HELPERS];	/* attached, 0 = free */

@@ -383,6 +383,30 @@ typedef enum TtlBatchOutcome
 	TTL_BATCH_NO_INDEX			/* no usable btree index on the column */
 } TtlBatchOutcome;
 
+/*
+ * The tables a pass shares with helpers (parallel.c): the one in hand when
+ * the backlog was found large, and those after it in the pass's list, at
+ * most this many.
+ */
+#define TTL_MAX_JOB_TARGETS	16
+
+typedef struct TtlJobTarget
+{
+	Oid			relid;
+	bool		only;
+	bool		shard;
+} TtlJobTarget;
+
+/* a slice a process claimed (parallel.c) */
+typedef struct TtlClaim
+{
+	int			target;			/* its table: an index into the job's */
+	TtlJobTarget table;
+	bool		from_start;		/* from the index's start, else from `from` */
+	int64		from;
+	int64		hi;				/* it ends below this */
+} TtlClaim;
+
 typedef struct TtlPass
 {
 	MemoryContext cxt;			/* targets and their resolution */
@@ -407,6 +431,14 @@ typedef struct TtlPass
 	TtlTarget  *split;
 	Datum		split_from;		/* from this key on */
 	uint32		job_id;			/* 0: none active */
+	/* the job's tables: the lead's are pass->targets from job_first on */
+	TtlTarget  *job_targets[TTL_MAX_JOB_TARGETS];
+	int			job_ntargets;
+	int			job_first;
+	uint32		job_handled;	/* bit i: table i finished and looked at */
+	TtlTarget  *job_cur;		/* the table of the slice in hand */
+	TtlTarget  *job_walk;		/* a finished table the lead walks again */
+	Oid			job_keytype;	/* a helper's: the shared key's type */
 	TransactionId xid_at_start; /* the next XID when the pass began */
 	bool		waiting_helpers;	/* every free slice is taken */
 	/* the row being looked at, for an error raised by user code */
@@ -420,8 +452,6 @@ typedef struct TtlJobInfo
 {
 	Oid			dboid;
 	int32		policy_id;
-	Oid			relid;
-	bool		only;
 	TimestampTz pass_now;
 	Oid			keytype;		/* of the shared key */
 	int			helper_index;	/* this helper's place among its worker's */
@@ -449,12 +479,15 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
 extern void ttl_batch_commit_mode(TtlPolicy *policy);
-extern void ttl_pass_set_parallel(TtlPass *pass, TtlTarget *t, uint32 job_id);
+extern int	ttl_pass_job_tables(TtlPass *pass, TtlTarget *split,
+								TtlJobTarget *tables);
+extern void ttl_pass_set_parallel(TtlPass *pass, int ntables, uint32 job_id);
 extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
 									MemoryContext parent);
-extern void ttl_pass_set_slice(TtlPass *pass, int slice, int64 from, int64 hi);
+extern void ttl_pass_set_slice(TtlPass *pass, int slice, TtlClaim *claim);
 extern void ttl_pass_slice_refresh(TtlPass *pass);
-extern bool ttl_pass_slice_resume(TtlPass *pass, int64 *cur);
+extern bool ttl_pass_slice_after(TtlPass *pass, TtlBatchResult *result);
+extern void ttl_pass_slice_abandon(TtlPass *pass);
 extern TtlBatchOutcome ttl_purge_slice(TtlPolicy *policy, TtlPass *pass,
 									   TtlBatchResult *result);
 extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
@@ -637,7 +670,7 @@ extern void ttl_shmem_wake_database(Oid dboid);
 /* helpers one worker may run at once (ttl_index.max_parallel_workers) */
 #define TTL_MAX_HELPERS		8
 /* slices a shared backlog is cut into, at most (parallel.c) */
-#define TTL_MAX_SLICES		32
+#define TTL_MAX_SLICES		48
 
 extern int	ttl_shmem_block_database(Oid dboid, TimestampTz until, pid_t *pids);
 extern pid_t ttl_shmem_database_pid(Oid dboid);
@@ -734,11 +767,14 @@ extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
 #define TTL_CLAIM_BUSY		(-1)
 #define TTL_CLAIM_OVER		(-2)
 
-extern int	ttl_parallel_post(int32 policy_id, Oid relid, bool only, Oid keytype,
-							  TimestampTz pass_now, int64 lo, int64 hi,
-							  int nslices, int want, int *slotno, uint32 *job_id);
+extern int	ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
+							  const TtlJobTarget *tables, int ntables,
+							  int64 lo, int64 hi, int nslices, int want,
+							  int *slotno, uint32 *job_id);
 extern void ttl_parallel_unreserve(void);
-extern int	ttl_parallel_claim(int64 *from, int64 *hi);
+extern int	ttl_parallel_claim(TtlClaim *claim);
+extern void ttl_parallel_give_up(int i, int outcome);
+extern int	ttl_parallel_finished(uint32 handled, int *outcome);
 extern bool ttl_parallel_slice_end(int i, int64 *hi);
 extern void ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows,
 								  int64 left);

@@ -12,6 +12,10 @@
 # 3. Off (max_parallel_workers = 0): no helper, the same result.
 # 4. DROP DATABASE while helpers run: it succeeds at once, the worker and
 #    its helpers leave.
+# 5. A backlog spread over partitions: one job for the pass, whose helper
+#    stays from one partition to the next (it deletes rows of several); a
+#    partition locked meanwhile is given up for the pass while the others
+#    drain, and drained once it is free.
 use strict;
 use warnings;
 use FindBin;
@@ -170,6 +174,69 @@ is($ret, 0, 'DROP DATABASE succeeds while they run') or diag($err);
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'ttl_index%' AND datname = 'doomed'"),
 	'0', 'no ttl_index process is left in it');
+
+# --- 5. a backlog over partitions -------------------------------------------
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET ttl_index.max_parallel_workers = 1;
+ALTER SYSTEM SET ttl_index.enabled = off;
+ALTER SYSTEM SET log_min_messages = debug1;
+SELECT pg_reload_conf();
+});
+# hash partitions: each holds expired and live rows (none is dropped whole),
+# in time order; 200,000 expired rows each
+$node->safe_psql('postgres', q{
+CREATE TABLE parts (id bigint, ts timestamptz NOT NULL, payload text) PARTITION BY HASH (id);
+CREATE TABLE parts_0 PARTITION OF parts FOR VALUES WITH (MODULUS 5, REMAINDER 0);
+CREATE TABLE parts_1 PARTITION OF parts FOR VALUES WITH (MODULUS 5, REMAINDER 1);
+CREATE TABLE parts_2 PARTITION OF parts FOR VALUES WITH (MODULUS 5, REMAINDER 2);
+CREATE TABLE parts_3 PARTITION OF parts FOR VALUES WITH (MODULUS 5, REMAINDER 3);
+CREATE TABLE parts_4 PARTITION OF parts FOR VALUES WITH (MODULUS 5, REMAINDER 4);
+INSERT INTO parts
+  SELECT g, now() - interval '3 days' + g * (interval '2 days' / 1000000), rpad(g::text, 60, '.')
+    FROM generate_series(1, 1000000) g;
+INSERT INTO parts SELECT g, now() - interval '58 minutes', 'live' FROM generate_series(1000001, 1001000) g;
+CREATE INDEX ON parts (ts);
+VACUUM ANALYZE parts;
+});
+my $locked_expired = $node->safe_psql('postgres',
+	"SELECT count(*) FROM parts_3 WHERE ts < now() - interval '1 hour'");
+# SHARE conflicts with a batch's ROW EXCLUSIVE, not with reading
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN');
+$holder->query_safe('LOCK TABLE parts_3 IN SHARE MODE');
+my $logpos = -s $node->logfile;
+my $pid5 = $node->safe_psql('postgres', "SELECT ttl_create_index('parts', 'ts', 3600)");
+$node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = on; SELECT pg_reload_conf()');
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT count(*) = 0 FROM parts WHERE ts < now() - interval '1 hour' AND tableoid <> 'parts_3'::regclass",
+	'the partitions that are not locked are drained', 120);
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT skipped_locked >= 1 FROM ttl_index_stats WHERE policy_id = $pid5",
+	'the locked partition is skipped, and counted so');
+my $log5 = substr(slurp_file($node->logfile), $logpos);
+my @jobs = ($log5 =~ /helper\(s\) share the backlog of policy $pid5\b/g);
+my @helped = ($log5 =~ /helper of policy $pid5 leaves after (\d+) rows/g);
+is(scalar(@jobs), 1, 'one job shares the pass\'s partitions with the helper');
+ok(@helped == 1 && $helped[0] > 250000,
+	'the helper stayed from one partition to the next (deleted ' . join(', ', @helped) . ' rows)');
+like($log5, qr/helper of policy $pid5 leaves after \d+ rows: no slice left/,
+	'it left when no slice was left, not because of the locked partition');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM parts_3 WHERE ts < now() - interval '1 hour'"),
+	$locked_expired, 'the locked partition is left whole');
+is($node->safe_psql('postgres', "SELECT errors FROM ttl_index_stats WHERE policy_id = $pid5"),
+	'0', 'no error counted');
+$holder->query_safe('COMMIT');
+$holder->quit;
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT count(*) = 0 FROM parts WHERE ts < now() - interval '1 hour'",
+	'the partition is drained once free', 120);
+is($node->safe_psql('postgres', "SELECT count(*) FROM parts"), '1000',
+	'no row is deleted before it expires');
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT rows_deleted, errors FROM ttl_index_stats WHERE policy_id = $pid5",
+	'1000000|0', 'rows_deleted counts every partition\'s rows, the helper\'s too');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET log_min_messages; SELECT pg_reload_conf()');
 
 unlike(slurp_file($node->logfile), qr/TRAP:|PANIC|terminated by signal/, 'no crash in the server log');
 $node->stop;

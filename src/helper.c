@@ -116,7 +116,7 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 						  &slotno, &job_id);
 	if (n <= 0)
 		return;
-	ttl_pass_set_parallel(pass, ntables, job_id);
+	ttl_pass_set_parallel(pass, ntables, hi, job_id);
 
 	for (int i = 0; i < n; i++)
 	{

@@ -311,11 +311,13 @@ ttl_parallel_slice_end(int i, int64 *hi)
 /*
  * ttl_parallel_progress
  *		A batch in slice i ended: the slice resumes at `cur` (if given back
- *		or halved), and a helper counts the rows it deleted and those it
- *		left in place (rows_held), once its batch committed.
+ *		or halved), and a helper counts the rows it deleted, those it left
+ *		in place (rows_held) and those it found locked, once its batch
+ *		committed.
  */
 void
-ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left)
+ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left,
+					  int64 skipped)
 {
 	TtlDbSlot  *slot;
 
@@ -334,6 +336,7 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left)
 		}
 		slot->job.helper_rows += rows;
 		slot->job.helper_left += left;
+		slot->job.helper_skipped += skipped;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 }
@@ -441,15 +444,17 @@ ttl_parallel_finished(uint32 handled, int *outcome)
  *		The lead ends its job job_id: every slice done (the normal end), or
  *		its pass ended before (cancel): the helpers stop after their batch in
  *		hand.  Returns the rows the helpers deleted in it, and sets *left
- *		to those they left in place.
+ *		to those they left in place and *skipped to those they found
+ *		locked.
  */
 int64
-ttl_parallel_end(uint32 job_id, int64 *left)
+ttl_parallel_end(uint32 job_id, int64 *left, int64 *skipped)
 {
 	TtlDbSlot  *slot;
 	int64		rows = 0;
 
 	*left = 0;
+	*skipped = 0;
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = ttl_parallel_lead_slot();
 	if (slot != NULL && slot->job.active && slot->job.id == job_id)
@@ -458,6 +463,7 @@ ttl_parallel_end(uint32 job_id, int64 *left)
 		slot->job.reserved = 0;
 		rows = slot->job.helper_rows;
 		*left = slot->job.helper_left;
+		*skipped = slot->job.helper_skipped;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 	return rows;

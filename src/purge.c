@@ -241,8 +241,9 @@ ttl_pass_end(TtlPass *pass)
 	if (pass->job_id != 0)
 	{
 		int64		left;
+		int64		skipped;
 
-		(void) ttl_parallel_end(pass->job_id, &left);
+		(void) ttl_parallel_end(pass->job_id, &left, &skipped);
 	}
 	MemoryContextDelete(pass->cxt);
 }
@@ -1104,16 +1105,17 @@ ttl_pass_job_tables(TtlPass *pass, TtlTarget *split, TtlJobTarget *tables)
 /*
  * ttl_pass_set_parallel
  *		Job job_id is posted over the pass's first ntables targets from the
- *		one in hand on: the lead's batches take slices of them from now on.
- *		The known-dead prefix of the target in hand goes on through the
- *		lead's first slice (contiguous with it) and ends there; each
- *		table's prefix is extended over the others' ranges when the lead
- *		walks the table again once it is drained.
+ *		one in hand on, up to the ordinal hi (the cutoff): the lead's
+ *		batches take slices of them from now on.  The known-dead prefix of
+ *		the target in hand goes on through the lead's first slice
+ *		(contiguous with it) and ends there; the next pass extends it over
+ *		the others' ranges as it walks them.
  */
 void
-ttl_pass_set_parallel(TtlPass *pass, int ntables, uint32 job_id)
+ttl_pass_set_parallel(TtlPass *pass, int ntables, int64 hi, uint32 job_id)
 {
 	pass->job_id = job_id;
+	pass->job_hi = hi;
 	pass->job_first = pass->current;
 	pass->job_ntargets = ntables;
 	pass->job_handled = 0;
@@ -1154,9 +1156,12 @@ static void
 ttl_pass_job_over(TtlPass *pass)
 {
 	int64		left;
+	int64		skipped;
 
-	pass->pass_rows += ttl_parallel_end(pass->job_id, &left);
+	pass->pass_rows += ttl_parallel_end(pass->job_id, &left, &skipped);
 	pass->pass_left += left;
+	/* rows a helper found locked: the pass is not caught up */
+	pass->pass_skipped_locked += skipped;
 	pass->job_id = 0;
 	for (int i = 0; i < pass->job_ntargets; i++)
 	{
@@ -1171,16 +1176,21 @@ ttl_pass_job_over(TtlPass *pass)
 
 /*
  * ttl_pass_job_next
- *		The lead's next batch in its job: on the table it walks again, else
- *		on the slice in hand, else on a drained table to walk again, else on
- *		a slice it claims.  Returns NULL with *wait when every slice left is
- *		a helper's, and NULL without when the job is over.
+ *		The lead's next batch in its job: on the table it ends, else on the
+ *		slice in hand, else on a drained table to end, else on a slice it
+ *		claims.  Returns NULL with *wait when every slice left is a
+ *		helper's, and NULL without when the job is over.
  *
- * A drained table is walked again from its known-dead prefix up to the
- * cutoff, as a pass's start does, while the helpers drain the others: the
- * helpers' entries, all dead now, join the prefix (the views' probes start
- * past it), a row inserted meanwhile with a key below the cutoff is
- * deleted, and the walk's end reads when the table's next row expires.
+ * A drained table ends with one batch from the job's end (the cutoff),
+ * which finds nothing and reads when the table's next row expires.  Its
+ * known-dead prefix ends where the lead's own contiguous slices ended: the
+ * next pass walks from there over the helpers' dead entries, as a pass's
+ * start does after any drain, extending the prefix, and deletes a row
+ * inserted meanwhile with a key below this pass's cutoff.  Walking them
+ * here instead (a heap visit per dead entry) took the CPU the helpers
+ * drained with, and delayed the pass's end by a walk per table.  A table
+ * the job ended under (the lead's database being dropped) is walked from
+ * its prefix, which deletes what may be left.
  */
 static TtlTarget *
 ttl_pass_job_next(TtlPass *pass, bool *wait)
@@ -1208,7 +1218,8 @@ ttl_pass_job_next(TtlPass *pass, bool *wait)
 			pass->missing_index = true;
 		else if (outcome == TTL_BATCH_MORE)
 		{
-			t->have_resume = false;
+			/* drained: from the job's end, which reads the next expiry */
+			ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, pass->job_hi));
 			pass->job_walk = t;
 			return t;
 		}
@@ -1285,8 +1296,9 @@ ttl_pass_slice_done(TtlTarget *t, TtlBatchOutcome outcome, TtlBatchResult *resul
 
 	have_cur = outcome == TTL_BATCH_MORE && t->have_resume &&
 		ttl_key_ordinal(t->keytype, t->resume_key, &cur);
-	ttl_parallel_progress(t->slice, have_cur, cur,
-						  helper ? result->deleted : 0, helper ? result->left : 0);
+	ttl_parallel_progress(t->slice, have_cur, cur, helper ? result->deleted : 0,
+						  helper ? result->left : 0,
+						  helper ? result->skipped_locked : 0);
 	if (outcome == TTL_BATCH_MORE)
 		return true;
 	if (outcome == TTL_BATCH_DONE)

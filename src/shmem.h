@@ -63,6 +63,7 @@ typedef struct TtlJob
 	pid_t		helpers[TTL_MAX_HELPERS];	/* attached, 0 = free */
 	int64		helper_rows;	/* deleted by the helpers, committed */
 	int64		helper_left;	/* expired rows they left in place */
+	int64		helper_skipped; /* and rows they found locked */
 } TtlJob;
 
 /*

@@ -437,7 +437,8 @@ typedef struct TtlPass
 	int			job_first;
 	uint32		job_handled;	/* bit i: table i finished and looked at */
 	TtlTarget  *job_cur;		/* the table of the slice in hand */
-	TtlTarget  *job_walk;		/* a finished table the lead walks again */
+	TtlTarget  *job_walk;		/* a finished table the lead ends */
+	int64		job_hi;			/* the job's end (the cutoff), an ordinal */
 	Oid			job_keytype;	/* a helper's: the shared key's type */
 	TransactionId xid_at_start; /* the next XID when the pass began */
 	bool		waiting_helpers;	/* every free slice is taken */
@@ -481,7 +482,8 @@ extern void ttl_pass_end(TtlPass *pass);
 extern void ttl_batch_commit_mode(TtlPolicy *policy);
 extern int	ttl_pass_job_tables(TtlPass *pass, TtlTarget *split,
 								TtlJobTarget *tables);
-extern void ttl_pass_set_parallel(TtlPass *pass, int ntables, uint32 job_id);
+extern void ttl_pass_set_parallel(TtlPass *pass, int ntables, int64 hi,
+								  uint32 job_id);
 extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
 									MemoryContext parent);
 extern void ttl_pass_set_slice(TtlPass *pass, int slice, TtlClaim *claim);
@@ -777,9 +779,9 @@ extern void ttl_parallel_give_up(int i, int outcome);
 extern int	ttl_parallel_finished(uint32 handled, int *outcome);
 extern bool ttl_parallel_slice_end(int i, int64 *hi);
 extern void ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows,
-								  int64 left);
+								  int64 left, int64 skipped);
 extern void ttl_parallel_release(int i, bool done);
-extern int64 ttl_parallel_end(uint32 job_id, int64 *left);
+extern int64 ttl_parallel_end(uint32 job_id, int64 *left, int64 *skipped);
 extern bool ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info);
 extern bool ttl_parallel_must_stop(void);
 

@@ -1258,10 +1258,14 @@ ttl_pass_job_next(TtlPass *pass, bool *wait)
 		return NULL;
 	}
 
+	/* a helper finished a table's last slice since the look above */
+	if (ttl_parallel_finished(pass->job_handled, &outcome) >= 0)
+		return ttl_pass_job_next(pass, wait);
+
 	/*
 	 * Every slice done, or the job ended under the lead (its database is
-	 * being dropped): a table not looked at yet is walked as any drained
-	 * one, which deletes what may be left of it.
+	 * being dropped): a table not looked at yet is walked from its prefix,
+	 * which deletes what may be left of it.
 	 */
 	for (i = 0; i < pass->job_ntargets; i++)
 	{

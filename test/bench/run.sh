@@ -357,20 +357,16 @@ END \$\$;
 SQL
 					) ;;
 				runner) ms=$(timed <<<"SELECT ttl_runner();" | sed -n 1p) ;;
-				worker|alone) sql "CALL bench_open('s1_${m}_$r', '$t')"
-					ms=$(timed <<SQL | sed -n 1p
-ALTER SYSTEM SET ttl_index.enabled = on;
-SELECT pg_reload_conf();
-CALL bench_wait_deleted('s1_${m}_$r', '$t', $expired, 600);
-SQL
-					)
-					[ "$(sql "SELECT reached FROM bench_event WHERE label = 's1_${m}_$r'")" = t ] ||
-						die "scenario 1: the worker did not delete $expired rows from $t within 600 s"
-					# its pass ends (and is logged) at the batch that finds nothing left
-					for _ in $(seq 1 100); do
-						grep -q "ttl_index: deleted [0-9]* rows from public\.$t in" "$dir/log" && break
-						sleep 0.1
-					done
+				# from enabling the worker to the log line of the pass that
+				# deleted the rows (its batch that finds nothing left), read
+				# every 200 ms: a poll of the policy's counter every 50 ms
+				# also looked for the oldest expired row each time, walking
+				# the dead index entries on the cores the drain runs on
+				worker|alone) from=$(stat -c %s "$dir/log")
+					t0=$(sql "SELECT extract(epoch FROM clock_timestamp())")
+					sql "ALTER SYSTEM SET ttl_index.enabled = on" >/dev/null
+					sql "SELECT pg_reload_conf()" >/dev/null
+					ms=$(wait_pass 1 "$t" "$expired" "$t0" "$from")
 					worker off ;;
 			esac
 			l1=$(lsn)
@@ -397,7 +393,7 @@ SQL
 		[pgcron]="pg_cron pattern (LIMIT 10000, repeated)"
 		[runner]="SELECT ttl_runner()"
 		[alone_pass]="worker alone: its pass (log line)"
-		[alone]="worker alone: wall, enable -> counter"
+		[alone]="worker alone: wall, enable -> end of pass"
 		[worker_pass]="worker + helpers: pass (log line)"
 		[worker]="worker + helpers: wall"
 	)
@@ -1050,21 +1046,22 @@ VACUUM ANALYZE $t;
 SQL
 }
 
-# s10_wait_pass TABLE ROWS T0 FROM: wait (up to 600 s) until the worker's
-# log lines for TABLE, after byte FROM of the log, count ROWS deleted; print
-# the ms from T0 (epoch seconds, server clock) to the last of them.  The
-# time comes from the line's timestamp, so the poll can be slow: at every
-# 10 ms, grep over the log took a tenth of the 2 cores the worker and its
-# helper drain with, which the plain DELETE beside it never paid.
-s10_wait_pass() {
-	local t=$1 rows=$2 t0=$3 from=$4 i n last pat
+# wait_pass SCENARIO TABLE ROWS T0 FROM: wait (up to 600 s) until the
+# worker's log lines for TABLE, after byte FROM of the log, count ROWS
+# deleted; print the ms from T0 (epoch seconds, server clock) to the last of
+# them.  The time comes from the line's timestamp, so the poll can be slow:
+# at every 10 ms, grep over the log took a tenth of the 2 cores the worker
+# and its helper drain with, which the plain DELETE beside it never paid
+# (scenarios 1 and 10).
+wait_pass() {
+	local s=$1 t=$2 rows=$3 t0=$4 from=$5 i n last pat
 	pat="ttl_index: deleted [0-9]* rows from public\.$t in"
 	for i in $(seq 1 3000); do
 		n=$({ tail -c +"$((from + 1))" "$dir/log" | grep -o "$pat" || true; } | awk '{n += $3} END {print n + 0}')
 		[ "$n" -ge "$rows" ] && break
 		sleep 0.2
 	done
-	[ "$n" -ge "$rows" ] || die "scenario 10: the worker did not delete $rows rows from $t within 600 s"
+	[ "$n" -ge "$rows" ] || die "scenario $s: the worker did not delete $rows rows from $t within 600 s"
 	last=$(tail -c +"$((from + 1))" "$dir/log" | grep "$pat" | tail -1 | awk '{print $1 " " $2}')
 	calc "($(date -u -d "$last" +%s.%N) - $t0) * 1000"
 }
@@ -1104,7 +1101,7 @@ s10() {
 						t0=$(sql "SELECT extract(epoch FROM clock_timestamp())")
 						sql "SELECT ttl_create_index('$t', '$key', $after)" >/dev/null
 						cs=$(calc "$(sql "SELECT extract(epoch FROM clock_timestamp())") - $t0")
-						ms=$(s10_wait_pass "$t" "$expired" "$t0" "$from")
+						ms=$(wait_pass 10 "$t" "$expired" "$t0" "$from")
 						[ "$(deleted "$t")" = "$expired" ] ||
 							die "scenario 10: the worker's counter for $t is not $expired" ;;
 				esac

@@ -52,6 +52,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
@@ -62,6 +63,8 @@
 
 /* slices per process sharing a backlog */
 #define TTL_SLICES_PER_PROCESS	4
+/* how long a helper with nothing to take waits before it looks again */
+#define TTL_HELPER_WAIT_MS		20
 
 /*
  * ttl_helpers_wanted
@@ -293,6 +296,19 @@ ttl_helper_main(Datum main_arg)
 		if ((why = ttl_helper_must_stop(&policy)) != NULL)
 			break;
 		slice = ttl_parallel_claim(&claim);
+		if (slice == TTL_CLAIM_BUSY)
+		{
+			/*
+			 * Nothing to take for now: the slices left are others', and one
+			 * that starts at an index's start cannot be halved before its
+			 * first batch says where it stands.  Look again shortly; the
+			 * job ends (TTL_CLAIM_OVER) when its last slice is done.
+			 */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 TTL_HELPER_WAIT_MS, ttl_wait_event("helper waiting"));
+			ResetLatch(MyLatch);
+			continue;
+		}
 		if (slice < 0)
 		{
 			why = "no slice left";

@@ -206,8 +206,9 @@ ttl_parallel_steal(TtlJob *job)
 	{
 		TtlSlice   *sl = &job->slices[i];
 
+		/* not of a table given up: it would be given up again, piece by piece */
 		if (sl->state == TTL_SLICE_TAKEN && sl->taken_by != MyProcPid &&
-			!sl->from_start &&
+			!sl->from_start && job->outcomes[sl->target] == TTL_BATCH_MORE &&
 			sl->hi > sl->cur && (uint64) sl->hi - (uint64) sl->cur > best)
 		{
 			best = (uint64) sl->hi - (uint64) sl->cur;
@@ -254,6 +255,12 @@ ttl_parallel_claim(TtlClaim *claim)
 		{
 			if (job->slices[i].state == TTL_SLICE_TAKEN)
 				result = TTL_CLAIM_BUSY;
+			else if (job->slices[i].state == TTL_SLICE_FREE &&
+					 job->outcomes[job->slices[i].target] != TTL_BATCH_MORE)
+			{
+				/* given back by a helper that left, of a table given up */
+				job->slices[i].state = TTL_SLICE_DONE;
+			}
 			else if (job->slices[i].state == TTL_SLICE_FREE)
 			{
 				job->slices[i].state = TTL_SLICE_TAKEN;

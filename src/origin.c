@@ -126,7 +126,11 @@ ttl_origin_setup(void)
 	{
 		id = replorigin_by_name(name, true);
 		if (id == InvalidRepOriginId)
+		{
+			/* its XID is a worker's, not the application's (yield.c) */
+			ttl_yield_own_xid();
 			id = replorigin_create(name);
+		}
 		CommitTransactionCommand();
 		ttl_replorigin_session_setup(id);
 		SessionOrigin = id;
@@ -188,6 +192,7 @@ ttl_origin_helper_done(void)
 	StartTransactionCommand();
 	PG_TRY();
 	{
+		ttl_yield_own_xid();
 		replorigin_drop_by_name(name, true, true);
 		CommitTransactionCommand();
 	}

@@ -310,6 +310,31 @@ ttl_shmem_max_workers(void)
 }
 
 /*
+ * ttl_shmem_processes
+ *		How many ttl_index workers and helpers run now, over all databases
+ *		(helpers asked for and not yet attached included).
+ */
+int
+ttl_shmem_processes(void)
+{
+	int			n = 0;
+
+	if (Shared == NULL)
+		return 0;
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	for (int i = 0; i < ttl_shmem_nslots(); i++)
+	{
+		TtlDbSlot  *slot = ttl_shmem_slot(i);
+
+		if (!OidIsValid(slot->dboid))
+			continue;
+		n += (slot->worker_running ? 1 : 0) + ttl_shmem_helpers_of(slot);
+	}
+	LWLockRelease(SlotsLock);
+	return n;
+}
+
+/*
  * ttl_shmem_helpers_of
  *		The helpers a slot's worker runs or has asked for.  Caller holds the
  *		slots lock.

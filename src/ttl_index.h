@@ -685,6 +685,7 @@ extern bool ttl_shmem_published_setting(const char *name, char *buf, Size len);
 /* XIDs the workers took (yield.c) */
 extern void ttl_shmem_count_worker_xid(void);
 extern uint64 ttl_shmem_worker_xids(void);
+extern int	ttl_shmem_processes(void);
 
 /* write counters (writes.c) */
 extern pg_atomic_uint32 *ttl_shmem_write_counter(uint32 hash);

@@ -211,6 +211,22 @@ ttl_yield_window(TimestampTz now, uint64 next, uint64 own)
 }
 
 /*
+ * ttl_yield_signs
+ *		Whether `others` XIDs in a window of ms milliseconds say that the
+ *		application writes: enough within the window (at that rate, over a
+ *		window that grew longer); or, at the end of the look after a sleep,
+ *		a rate that would reach that many within the window (the look is too
+ *		short to wait for the count).
+ */
+static bool
+ttl_yield_signs(int64 others, long ms)
+{
+	return others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * Max(ms, TTL_BUSY_WINDOW_MS) ||
+		(Looking && ms >= TTL_BUSY_LOOK_MS && others >= TTL_LOOK_XIDS &&
+		 others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * ms);
+}
+
+/*
  * ttl_yield_restart
  *		The worker has just woken up: whatever it saw before its sleep is
  *		stale.  Start a new window, and give way until it has watched for
@@ -250,19 +266,16 @@ ttl_yield_busy(void)
 	next = U64FromFullTransactionId(ReadNextFullTransactionId());
 	own = ttl_shmem_worker_xids();
 	others = (int64) (next - WindowNextXid) - (int64) (own - WindowOwnXids);
-	/* the other workers' and helpers' XIDs taken and not yet counted */
-	others = Max(others - Max(ttl_shmem_processes() - 1, 0), 0);
 	ms = TimestampDifferenceMilliseconds(WindowStart, now);
 
 	/*
-	 * Enough XIDs within the window (at that rate, over a window that grew
-	 * longer); or, at the end of the look after a sleep, a rate that would
-	 * reach that many within the window (the look is too short to wait
-	 * for the count).
+	 * Signs of an application writing, less the other workers' and
+	 * helpers' XIDs taken and not yet counted, one each at most: the count
+	 * of them reads every database's slot, so only when the signs are
+	 * there (an idle worker looks between every visit).
 	 */
-	if (others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * Max(ms, TTL_BUSY_WINDOW_MS) ||
-		(Looking && ms >= TTL_BUSY_LOOK_MS && others >= TTL_LOOK_XIDS &&
-		 others * TTL_BUSY_WINDOW_MS >= (int64) TTL_BUSY_XIDS * ms))
+	if (ttl_yield_signs(others, ms) &&
+		ttl_yield_signs(Max(others - Max(ttl_shmem_processes() - 1, 0), 0), ms))
 	{
 		BusyUntil = TimestampTzPlusMilliseconds(now, TTL_BUSY_HOLD_MS);
 		ttl_yield_window(now, next, own);

@@ -349,40 +349,13 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left,
 }
 
 /*
- * ttl_parallel_release
- *		Slice i is done (done = true), or given back part done: by a helper
- *		(which then wakes the lead) or the lead.
+ * ttl_parallel_let_go
+ *		Slice i, this process's, is done or given back (`state`); with an
+ *		outcome other than TTL_BATCH_MORE its table is given up as well
+ *		(ttl_parallel_give_up).  A helper then wakes the lead.
  */
-void
-ttl_parallel_release(int i, bool done)
-{
-	TtlDbSlot  *slot;
-	Latch	   *lead = NULL;
-
-	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
-	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
-	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
-		slot->job.slices[i].taken_by == MyProcPid)
-	{
-		slot->job.slices[i].state = done ? TTL_SLICE_DONE : TTL_SLICE_FREE;
-		slot->job.slices[i].taken_by = 0;
-		if (HelperSlot != NULL)
-			lead = slot->latch;
-	}
-	LWLockRelease(ttl_shmem_slots_lock());
-	if (lead != NULL)
-		SetLatch(lead);
-}
-
-/*
- * ttl_parallel_give_up
- *		The table of slice i was found locked, gone or without its index
- *		(`outcome`, a TtlBatchOutcome): this pass leaves it, every free slice
- *		of it with slice i.  Those other processes hold end at their next
- *		batch, which finds the same, or finish if the table came free.
- */
-void
-ttl_parallel_give_up(int i, int outcome)
+static void
+ttl_parallel_let_go(int i, TtlSliceState state, int outcome)
 {
 	TtlDbSlot  *slot;
 	Latch	   *lead = NULL;
@@ -395,18 +368,47 @@ ttl_parallel_give_up(int i, int outcome)
 		TtlJob	   *job = &slot->job;
 		int			target = job->slices[i].target;
 
-		job->outcomes[target] = (uint8) outcome;
-		job->slices[i].state = TTL_SLICE_DONE;
+		job->slices[i].state = state;
 		job->slices[i].taken_by = 0;
-		for (int j = 0; j < TTL_MAX_SLICES; j++)
-			if (job->slices[j].state == TTL_SLICE_FREE && job->slices[j].target == target)
-				job->slices[j].state = TTL_SLICE_DONE;
+		if (outcome != TTL_BATCH_MORE)
+		{
+			job->outcomes[target] = (uint8) outcome;
+			for (int j = 0; j < TTL_MAX_SLICES; j++)
+				if (job->slices[j].state == TTL_SLICE_FREE && job->slices[j].target == target)
+					job->slices[j].state = TTL_SLICE_DONE;
+		}
 		if (HelperSlot != NULL)
 			lead = slot->latch;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 	if (lead != NULL)
 		SetLatch(lead);
+}
+
+/*
+ * ttl_parallel_release
+ *		Slice i is done (done = true), or given back part done: by a helper
+ *		(which then wakes the lead) or the lead.
+ */
+void
+ttl_parallel_release(int i, bool done)
+{
+	ttl_parallel_let_go(i, done ? TTL_SLICE_DONE : TTL_SLICE_FREE, TTL_BATCH_MORE);
+}
+
+/*
+ * ttl_parallel_give_up
+ *		The table of slice i was found locked, gone or without its index
+ *		(`outcome`, a TtlBatchOutcome): this pass leaves it, every free slice
+ *		of it with slice i.  The slices of it that other processes hold end
+ *		at their next batch, which finds the same, or finish if the table
+ *		came free.
+ */
+void
+ttl_parallel_give_up(int i, int outcome)
+{
+	Assert(outcome != TTL_BATCH_MORE);
+	ttl_parallel_let_go(i, TTL_SLICE_DONE, outcome);
 }
 
 /*

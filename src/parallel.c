@@ -125,7 +125,7 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 			continue;
 		if (s == slot)
 			*slotno = i;
-		running += (s->worker_running ? 1 : 0) + ttl_shmem_helpers_of(s);
+		running += ttl_shmem_processes_of(s);
 		if (s->waiting_since != 0)
 			waiting = true;
 	}

@@ -326,12 +326,23 @@ ttl_shmem_processes(void)
 	{
 		TtlDbSlot  *slot = ttl_shmem_slot(i);
 
-		if (!OidIsValid(slot->dboid))
-			continue;
-		n += (slot->worker_running ? 1 : 0) + ttl_shmem_helpers_of(slot);
+		if (OidIsValid(slot->dboid))
+			n += ttl_shmem_processes_of(slot);
 	}
 	LWLockRelease(SlotsLock);
 	return n;
+}
+
+/*
+ * ttl_shmem_processes_of
+ *		A slot's worker, if it runs, and the helpers it runs or has asked
+ *		for: what it takes of ttl_shmem_max_workers.  Caller holds the slots
+ *		lock.
+ */
+int
+ttl_shmem_processes_of(TtlDbSlot *slot)
+{
+	return (slot->worker_running ? 1 : 0) + ttl_shmem_helpers_of(slot);
 }
 
 /*

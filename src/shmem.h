@@ -128,5 +128,6 @@ extern TtlDbSlot *ttl_shmem_slot_find(Oid dboid);
 extern void ttl_shmem_launcher_detach(void);
 extern int	ttl_shmem_max_workers(void);
 extern int	ttl_shmem_helpers_of(TtlDbSlot *slot);
+extern int	ttl_shmem_processes_of(TtlDbSlot *slot);
 
 #endif							/* TTL_SHMEM_H */

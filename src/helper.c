@@ -25,8 +25,9 @@
  * up for the pass, and it goes on with the others.  A helper stops, giving
  * its slice back to the worker, as soon as any of those no longer holds, a
  * replica falls behind (replicas.c), a batch fails (the worker, which
- * isolates rows that fail, retries that slice), or its worker's job ends.  It never restarts; the worker may start helpers again
- * on a later backlog.
+ * isolates rows that fail, retries that slice), or its worker's job ends.
+ * It never restarts; the worker may start helpers again on a later
+ * backlog.
  *
  * A helper's changes carry a replication origin of its own when the
  * worker's would carry one (origin.c); a helper that cannot get one leaves,

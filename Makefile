@@ -36,6 +36,7 @@ OBJS = \
 	src/targets.o \
 	src/ttl_index.o \
 	src/views.o \
+	src/wal.o \
 	src/worker.o \
 	src/writes.o \
 	src/yield.o

@@ -225,7 +225,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	}
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	ttl_batch_commit_mode(policy);
+	ttl_batch_wal_mode(policy, pass);
 	PG_TRY();
 	{
 		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
@@ -249,6 +249,8 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	}
 	PG_END_TRY();
 	ttl_origin_batch_end();
+	if (outcome >= 0)
+		ttl_batch_wal_learn(policy, pass, result->deleted);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return outcome;
 }

@@ -71,7 +71,6 @@
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
-#include "replication/syncrep.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/trigger.h"
@@ -1043,34 +1042,6 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
  * Sharing a target with helpers (helper.c, parallel.c)
  * ----------
  */
-
-/*
- * ttl_batch_commit_mode
- *		In a batch's transaction, before it commits: whether its commit waits
- *		for the WAL flush.  Deleting expired rows is idempotent: a batch
- *		whose commit a crash loses is redone by the next pass, its rows
- *		still expired.  So batches commit as with synchronous_commit = off
- *		(ttl_index.synchronous_commit), unless the archive action (rows a
- *		reader may have copied elsewhere would be archived twice) or
- *		synchronous standbys (the server promises that a commit survives a
- *		failover) ask for the wait.
- */
-void
-ttl_batch_commit_mode(TtlPolicy *policy)
-{
-	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
-		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
-		return;
-
-	/*
-	 * While the application writes, a batch flushes its own WAL: else the
-	 * next commit of the application would, and pay for it.
-	 */
-	if (ttl_yield_in_worker && ttl_yield_busy())
-		return;
-	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-}
 
 /*
  * ttl_pass_job_tables

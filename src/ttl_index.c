@@ -31,6 +31,7 @@ void		_PG_init(void);
 
 bool		ttl_enabled = true;
 bool		ttl_synchronous_commit = false;
+int			ttl_wal_compression = TTL_WAL_COMPRESSION_DEFAULT;
 bool		ttl_replication_origin = true;
 int			ttl_max_standby_lag = 1024;
 int			ttl_max_slot_lag = 4096;
@@ -54,6 +55,23 @@ int			ttl_worker_nice = 19;
 int			ttl_max_parallel_workers = 1;
 
 bool		ttl_preloaded = false;
+
+/*
+ * ttl_index.wal_compression: the methods this server's build can read, as
+ * wal_compression names them ("server" leaves wal_compression alone)
+ */
+static const struct config_enum_entry ttl_wal_compression_options[] = {
+	{"server", TTL_WAL_COMPRESSION_SERVER, false},
+	{"off", TTL_WAL_COMPRESSION_OFF, false},
+	{"pglz", TTL_WAL_COMPRESSION_PGLZ, false},
+#ifdef USE_LZ4
+	{"lz4", TTL_WAL_COMPRESSION_LZ4, false},
+#endif
+#ifdef USE_ZSTD
+	{"zstd", TTL_WAL_COMPRESSION_ZSTD, false},
+#endif
+	{NULL, 0, false}
+};
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -118,6 +136,15 @@ _PG_init(void)
 							 "the batches of its last moments (never part of one); their rows, still expired, are "
 							 "deleted again after the restart.",
 							 &ttl_synchronous_commit, false,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("ttl_index.wal_compression",
+							 "How the workers' batches compress the full-page images in their WAL.",
+							 "server: as wal_compression says.  Standbys must be built with the method "
+							 "chosen, as for wal_compression.",
+							 &ttl_wal_compression, TTL_WAL_COMPRESSION_DEFAULT,
+							 ttl_wal_compression_options,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 

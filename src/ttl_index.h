@@ -66,8 +66,31 @@
  * Settings (ttl_index.c)
  * ----------
  */
+
+/*
+ * ttl_index.wal_compression.  The default is lz4 where the build has it:
+ * a drain's WAL is mostly full-page images (the first change to each page
+ * after a checkpoint), and lz4 halves it at little CPU.  pglz, which every
+ * build can read, costs too much CPU to be the default without lz4.
+ */
+typedef enum TtlWalCompression
+{
+	TTL_WAL_COMPRESSION_SERVER,
+	TTL_WAL_COMPRESSION_OFF,
+	TTL_WAL_COMPRESSION_PGLZ,
+	TTL_WAL_COMPRESSION_LZ4,
+	TTL_WAL_COMPRESSION_ZSTD
+} TtlWalCompression;
+
+#ifdef USE_LZ4
+#define TTL_WAL_COMPRESSION_DEFAULT	TTL_WAL_COMPRESSION_LZ4
+#else
+#define TTL_WAL_COMPRESSION_DEFAULT	TTL_WAL_COMPRESSION_SERVER
+#endif
+
 extern bool ttl_enabled;
 extern bool ttl_synchronous_commit;
+extern int	ttl_wal_compression;	/* TtlWalCompression */
 extern bool ttl_replication_origin;
 extern int	ttl_max_standby_lag;
 extern int	ttl_max_slot_lag;
@@ -407,6 +430,17 @@ typedef struct TtlClaim
 	int64		hi;				/* it ends below this */
 } TtlClaim;
 
+/* a process's trial of WAL compression in a pass (wal.c) */
+typedef struct TtlWalTrial
+{
+	int			decided;		/* 0: trying, 1: compress, -1: do not */
+	bool		measuring;		/* the batch in hand is a trial */
+	bool		batch_compresses;	/* the batch in hand compresses */
+	uint64		start_bytes;	/* pgWalUsage when it began */
+	int64		start_fpi;
+	double		bytes_per_row[2];	/* [compressed]: a trial's, 0 = none yet */
+} TtlWalTrial;
+
 typedef struct TtlPass
 {
 	MemoryContext cxt;			/* targets and their resolution */
@@ -442,6 +476,7 @@ typedef struct TtlPass
 	Oid			job_keytype;	/* a helper's: the shared key's type */
 	TransactionId xid_at_start; /* the next XID when the pass began */
 	bool		waiting_helpers;	/* every free slice is taken */
+	TtlWalTrial wal;			/* this process's, wal.c */
 	/* the row being looked at, for an error raised by user code */
 	Oid			failing_relid;
 	ItemPointerData failing_tid;
@@ -479,7 +514,6 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   TtlHeld *held, TimestampTz now,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
-extern void ttl_batch_commit_mode(TtlPolicy *policy);
 extern int	ttl_pass_job_tables(TtlPass *pass, TtlTarget *split,
 								TtlJobTarget *tables);
 extern void ttl_pass_set_parallel(TtlPass *pass, int ntables, int64 hi,
@@ -735,6 +769,13 @@ extern long ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows
  * ----------
  */
 extern bool ttl_replicas_hold(const char **phase);
+
+/* ----------
+ * The WAL of the workers' batches (wal.c)
+ * ----------
+ */
+extern void ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass);
+extern void ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
 
 /* ----------
  * Giving way to the application (yield.c)

@@ -488,7 +488,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_origin_batch_begin(&e->policy);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	ttl_batch_commit_mode(&e->policy);
+	ttl_batch_wal_mode(&e->policy, pass);
 	pass->split = NULL;
 	pass->waiting_helpers = false;
 	PG_TRY();
@@ -532,6 +532,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	 * background worker that never calls this reports only at exit.
 	 */
 	pgstat_report_stat(false);
+	ttl_batch_wal_learn(&e->policy, pass, result.deleted);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
 	ttl_worker_publish_prefix(e, pass);
 	*deleted = result.deleted;

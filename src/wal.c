@@ -1,0 +1,132 @@
+/*-------------------------------------------------------------------------
+ *
+ * wal.c
+ *	  How the WAL of a worker's or helper's batch is written: whether its
+ *	  commit waits for the flush, and how its full-page images are
+ *	  compressed.
+ *
+ * Both are set for the batch's transaction only (GUC_ACTION_LOCAL), in
+ * the workers' and helpers' own processes: a session's settings, and
+ * ttl_runner() in a session, are never changed.
+ *
+ * The commit.  Deleting expired rows is idempotent: a batch whose commit a
+ * crash loses is redone by the next pass, its rows still expired.  So
+ * batches commit as with synchronous_commit = off
+ * (ttl_index.synchronous_commit), unless the archive action (rows a reader
+ * may have copied elsewhere would be archived twice) or synchronous
+ * standbys (the server promises that a commit survives a failover) ask for
+ * the wait, or the application writes (yield.c): then the application's
+ * next commit would flush our WAL, and pay for it.
+ *
+ * Full-page images.  The first change to a page after a checkpoint logs
+ * the whole page, and a drain changes every page its expired rows are on:
+ * full-page images are most of a drain's WAL (about 60% of it on 40-byte
+ * rows, nearly all of it on TOASTed ones).  Where the WAL bounds the drain
+ * (wide rows, TOAST), compressing them speeds it up: on the benchmark's
+ * 2 KB TOASTed rows, lz4 cut the WAL eightfold and doubled the drain's
+ * speed.  But compressing what does not shrink (rows compressed already,
+ * as TOAST stores them by default, or random) only costs CPU: there lz4
+ * saved 7% of the WAL and slowed the drain by a quarter.  So each process
+ * tries both at the start of a pass: one batch compressed, one not, each
+ * with enough full-page images to tell (TTL_WAL_TRIAL_FPI), and goes on
+ * compressing only if that wrote at most TTL_WAL_KEEP_RATIO as much WAL
+ * per row.  A pass with too few full-page images to tell (a policy
+ * keeping up) never decides and alternates, at no cost worth a decision.
+ * The WAL a batch wrote is this process's own (pgWalUsage).
+ *
+ * No locks: everything here is the process's own.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/instrument.h"
+#include "replication/syncrep.h"
+#include "utils/guc.h"
+
+#include "compat.h"
+#include "ttl_index.h"
+
+/* a trial batch tells only with at least this many full-page images */
+#define TTL_WAL_TRIAL_FPI		32
+/* compressing goes on if it writes at most this share of the WAL per row */
+#define TTL_WAL_KEEP_RATIO		0.8
+
+/* wal_compression's names of ttl_index.wal_compression's methods */
+static const char *const ttl_wal_methods[] = {
+	[TTL_WAL_COMPRESSION_SERVER] = NULL,
+	[TTL_WAL_COMPRESSION_OFF] = "off",
+	[TTL_WAL_COMPRESSION_PGLZ] = "pglz",
+	[TTL_WAL_COMPRESSION_LZ4] = "lz4",
+	[TTL_WAL_COMPRESSION_ZSTD] = "zstd",
+};
+
+/*
+ * ttl_batch_wal_mode
+ *		At the start of a worker's or helper's batch, in its transaction:
+ *		how the batch's WAL is written.
+ */
+void
+ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
+{
+	TtlWalTrial *w = &pass->wal;
+
+	w->measuring = false;
+	if (ttl_wal_compression != TTL_WAL_COMPRESSION_SERVER)
+	{
+		const char *method = ttl_wal_methods[ttl_wal_compression];
+
+		if (ttl_wal_compression != TTL_WAL_COMPRESSION_OFF)
+		{
+			if (w->decided == 0)
+				w->batch_compresses = w->bytes_per_row[1] == 0;
+			else
+				w->batch_compresses = w->decided > 0;
+			if (!w->batch_compresses)
+				method = "off";
+			w->measuring = w->decided == 0;
+			w->start_bytes = pgWalUsage.wal_bytes;
+			w->start_fpi = pgWalUsage.wal_fpi;
+		}
+		(void) set_config_option("wal_compression", method, PGC_SUSET,
+								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+								 false);
+	}
+
+	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
+		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
+		return;
+	if (ttl_yield_in_worker && ttl_yield_busy())
+		return;
+	(void) set_config_option("synchronous_commit", "off", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
+ * ttl_batch_wal_learn
+ *		Once a batch committed, having deleted (or archived, or updated)
+ *		rows: what its WAL says of compressing the full-page images.
+ */
+void
+ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)
+{
+	TtlWalTrial *w = &pass->wal;
+	int64		fpi;
+
+	if (!w->measuring || rows <= 0)
+		return;
+	w->measuring = false;
+	fpi = pgWalUsage.wal_fpi - w->start_fpi;
+	if (fpi < TTL_WAL_TRIAL_FPI)
+		return;
+	w->bytes_per_row[w->batch_compresses ? 1 : 0] =
+		(double) (pgWalUsage.wal_bytes - w->start_bytes) / rows;
+	if (w->bytes_per_row[0] == 0 || w->bytes_per_row[1] == 0)
+		return;
+	w->decided = w->bytes_per_row[1] <= TTL_WAL_KEEP_RATIO * w->bytes_per_row[0] ? 1 : -1;
+	ereport(DEBUG1,
+			(errmsg_internal("ttl_index: policy %d %s its full-page images for the rest of the pass: %.0f bytes of WAL a row compressed, %.0f not",
+							 policy->id,
+							 w->decided > 0 ? "compresses" : "does not compress",
+							 w->bytes_per_row[1], w->bytes_per_row[0])));
+}

@@ -20,7 +20,8 @@
 #      10M, deleted rows' index entries cannot be removed (a long query holds
 #      the xmin horizon)
 #   9. keeping up with 20,000 rows/s expiring under a pgbench load
-#  10. row shapes: the drain of 40-, 100- and 500-byte rows, TOASTed rows,
+#  10. row shapes: the drain of 40-, 100- and 500-byte rows, TOASTed rows
+#      (compressible and not),
 #      rows with three secondary indexes and rows whose expiry is random,
 #      each beside its own plain DELETE
 #
@@ -32,7 +33,7 @@
 # that the figures are sane, and checks no target.  --runs N: runs of
 # scenario 1 (the median is reported; default 3).  --only: run only the
 # listed scenarios (7 needs 3).  --shapes: scenario 10's shapes to run
-# (default "p40 p100 p500 toast idx3 random").  --set: a server setting added to the
+# (default "p40 p100 p500 toast toastx idx3 random").  --set: a server setting added to the
 # defaults (repeatable), to measure a setting side by side with a run
 # without it; the settings are printed with the results.
 #
@@ -46,7 +47,7 @@ smoke=0
 out=$here/test/bench/results
 runs=3
 only="1 2 3 4 5 6 7 8 9 10"
-shapes="p40 p100 p500 toast idx3 random"
+shapes="p40 p100 p500 toast toastx idx3 random"
 extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -1028,6 +1029,12 @@ s10_load() {
 			cols="$cols, doc text"; names="$names, doc"
 			extra_ddl="ALTER TABLE $t ALTER COLUMN doc SET STORAGE EXTERNAL;"
 			vals="$when, rpad(g::text, 100, '.'), repeat(md5(g::text), 64)" ;;
+		toastx)
+			# the same, but 2 KB that no WAL compression shrinks (64
+			# different hashes): the drain's WAL is as large as the DELETE's
+			cols="$cols, doc text"; names="$names, doc"
+			extra_ddl="ALTER TABLE $t ALTER COLUMN doc SET STORAGE EXTERNAL;"
+			vals="$when, rpad(g::text, 100, '.'), (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 64) i)" ;;
 		idx3)
 			cols="$cols, k1 int, k2 text, k3 timestamptz"; names="$names, k1, k2, k3"
 			vals="$when, rpad(g::text, 100, '.'), g % 1000, md5(g::text), timestamptz '$base' + (g % 7919) * interval '1 s'"
@@ -1069,7 +1076,7 @@ wait_pass() {
 s10() {
 	local shape r m t rows expired l0 l1 ms n key after from cs
 	declare -A what=([p40]="40-byte payload" [p100]="100-byte payload" [p500]="500-byte payload"
-		[toast]="100 B + 2 KB TOASTed text" [idx3]="100 B + 3 secondary indexes" [random]="100 B, expiry at random")
+		[toast]="100 B + 2 KB TOASTed text" [toastx]="the same, incompressible" [idx3]="100 B + 3 secondary indexes" [random]="100 B, expiry at random")
 	echo
 	echo "== 10. row shapes: $(fmt $s10_rows) rows ($(fmt $s10_toast_rows) TOASTed), 80% expired, primary key + btree on the expiry, median of $s10_runs run(s)"
 	echo "   per shape two identical tables; CHECKPOINT before each method; the worker's time runs from ttl_create_index() to the log line of its pass"
@@ -1081,7 +1088,7 @@ s10() {
 	for r in $(seq 1 "$s10_runs"); do
 		for shape in $shapes; do
 			rows=$s10_rows
-			[ $shape = toast ] && rows=$s10_toast_rows
+			case $shape in toast*) rows=$s10_toast_rows ;; esac
 			expired=$((rows - rows / 5))
 			key=ts; after=3600
 			[ $shape = random ] && { key=expires_at; after=0; }
@@ -1119,7 +1126,7 @@ s10() {
 	printf 'shape\tlabel\tdelete_s\tworker_s\tratio\tdelete_wal_per_row\tworker_wal_per_row\n' > "$out/s10_shapes.tsv"
 	for shape in $shapes; do
 		rows=$s10_rows
-		[ $shape = toast ] && rows=$s10_toast_rows
+		case $shape in toast*) rows=$s10_toast_rows ;; esac
 		expired=$((rows - rows / 5))
 		dsecs=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "delete" {print $4}' "$out/s10_runs.tsv" | median)
 		wsecs=$(awk -F'\t' -v s=$shape '$2 == s && $3 == "worker" {print $4}' "$out/s10_runs.tsv" | median)

@@ -27,10 +27,13 @@
  * speed.  But compressing what does not shrink (rows compressed already,
  * as TOAST stores them by default, or random) only costs CPU: there lz4
  * saved 7% of the WAL and slowed the drain by a quarter.  So each process
- * tries both at the start of a pass: one batch compressed, one not, each
- * with enough full-page images to tell (TTL_WAL_TRIAL_FPI), and goes on
- * compressing only if that wrote at most TTL_WAL_KEEP_RATIO as much WAL
- * per row.  A pass with too few full-page images to tell (a policy
+ * tries both at the start of a pass: one batch not compressed, then one
+ * compressed, each with enough full-page images to tell
+ * (TTL_WAL_TRIAL_FPI), and goes on compressing only if that wrote at most
+ * TTL_WAL_KEEP_RATIO as much WAL per row.  The uncompressed one comes
+ * first: a pass's first batch is its smallest (TTL_FIRST_BATCH_ROWS), and
+ * on rows scattered over the heap, where every row is a full-page image,
+ * a full uncompressed batch wrote 50 MB more than it had to.  A pass with too few full-page images to tell (a policy
  * keeping up) never decides and alternates, at no cost worth a decision.
  * The WAL a batch wrote is this process's own (pgWalUsage).
  *
@@ -78,8 +81,9 @@ ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
 
 		if (ttl_wal_compression != TTL_WAL_COMPRESSION_OFF)
 		{
+			/* the trial's uncompressed batch first: a pass's first is small */
 			if (w->decided == 0)
-				w->batch_compresses = w->bytes_per_row[1] == 0;
+				w->batch_compresses = w->bytes_per_row[0] != 0;
 			else
 				w->batch_compresses = w->decided > 0;
 			if (!w->batch_compresses)

@@ -102,7 +102,9 @@ static const char *const ttl_pinned_names[] = {
 	"transaction_read_only",
 	"transaction_deferrable",
 	"role",
-	"session_authorization"
+	"session_authorization",
+	/* set for the batch's full-page images by the worker (wal.c) */
+	"wal_compression"
 };
 
 /*

@@ -178,6 +178,9 @@ ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
 	pass->row_limit = row_limit > 0 ? row_limit : TTL_FIRST_BATCH_ROWS;
 	pass->writes_at_start = ttl_writes_count(MyDatabaseId, policy->relid);
 	pass->xid_at_start = ReadNextTransactionId();
+	/* a worker's decision on compressing its full-page images (wal.c) */
+	if (previous != NULL)
+		pass->wal = previous->wal;
 	return pass;
 }
 

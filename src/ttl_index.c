@@ -141,8 +141,9 @@ _PG_init(void)
 
 	DefineCustomEnumVariable("ttl_index.wal_compression",
 							 "How the workers' batches compress the full-page images in their WAL.",
-							 "server: as wal_compression says.  Standbys must be built with the method "
-							 "chosen, as for wal_compression.",
+							 "Each process keeps compressing through a pass only if a trial batch showed "
+							 "that it cuts the WAL.  server: as wal_compression says.  Standbys must be "
+							 "built with the method chosen, as for wal_compression.",
 							 &ttl_wal_compression, TTL_WAL_COMPRESSION_DEFAULT,
 							 ttl_wal_compression_options,
 							 PGC_SIGHUP, 0,

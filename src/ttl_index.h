@@ -68,10 +68,11 @@
  */
 
 /*
- * ttl_index.wal_compression.  The default is lz4 where the build has it:
- * a drain's WAL is mostly full-page images (the first change to each page
- * after a checkpoint), and lz4 halves it at little CPU.  pglz, which every
- * build can read, costs too much CPU to be the default without lz4.
+ * ttl_index.wal_compression (wal.c).  The default is lz4 where the build
+ * has it: a drain's WAL is mostly full-page images (the first change to
+ * each page after a checkpoint), and lz4 halves it at little CPU.  pglz,
+ * which every build can read, drained 40-byte rows 2.5 times slower than
+ * lz4: not a default.
  */
 typedef enum TtlWalCompression
 {
@@ -430,7 +431,7 @@ typedef struct TtlClaim
 	int64		hi;				/* it ends below this */
 } TtlClaim;
 
-/* a process's trial of WAL compression in a pass (wal.c) */
+/* a process's trial of WAL compression, kept from pass to pass (wal.c) */
 typedef struct TtlWalTrial
 {
 	int			decided;		/* 0: trying, 1: compress, -1: do not */
@@ -439,6 +440,7 @@ typedef struct TtlWalTrial
 	uint64		start_bytes;	/* pgWalUsage when it began */
 	int64		start_fpi;
 	double		bytes_per_row[2];	/* [compressed]: a trial's, 0 = none yet */
+	double		fpi_per_row[2]; /* and its full-page images a row */
 } TtlWalTrial;
 
 typedef struct TtlPass

@@ -27,15 +27,24 @@
  * speed.  But compressing what does not shrink (rows compressed already,
  * as TOAST stores them by default, or random) only costs CPU: there lz4
  * saved 7% of the WAL and slowed the drain by a quarter.  So each process
- * tries both at the start of a pass: one batch not compressed, then one
- * compressed, each with enough full-page images to tell
- * (TTL_WAL_TRIAL_FPI), and goes on compressing only if that wrote at most
- * TTL_WAL_KEEP_RATIO as much WAL per row.  The uncompressed one comes
- * first: a pass's first batch is its smallest (TTL_FIRST_BATCH_ROWS), and
- * on rows scattered over the heap, where every row is a full-page image,
- * a full uncompressed batch wrote 50 MB more than it had to.  A pass with too few full-page images to tell (a policy
- * keeping up) never decides and alternates, at no cost worth a decision.
- * The WAL a batch wrote is this process's own (pgWalUsage).
+ * makes a trial: a batch not compressed, then one compressed, each with
+ * enough full-page images to tell (TTL_WAL_TRIAL_FPI; until then the
+ * batches go on as the trial's next one), and goes on compressing only if
+ * that wrote at most TTL_WAL_KEEP_RATIO as much WAL per row.  The
+ * uncompressed one comes first: a policy's first batch is its smallest
+ * (TTL_FIRST_BATCH_ROWS), and on rows scattered over the heap, where every
+ * row is a full-page image, a full uncompressed batch wrote 50 MB more than
+ * it had to.  Two trial batches with full-page images of very different
+ * density (rows per image) do not compare: the older one is measured
+ * again.  A worker's decision is kept from pass to pass of the policy (the
+ * rows of a table compress the same from one pass to the next); a helper
+ * decides for its job.  The WAL a batch wrote is this process's own
+ * (pgWalUsage).
+ *
+ * The setting wins over the owner's role and database settings (owner.c
+ * pins wal_compression).  If the server refuses the method (a library
+ * built with lz4 on a server built without), the process warns once and
+ * leaves wal_compression alone from then on.
  *
  * No locks: everything here is the process's own.
  *
@@ -54,6 +63,8 @@
 #define TTL_WAL_TRIAL_FPI		32
 /* compressing goes on if it writes at most this share of the WAL per row */
 #define TTL_WAL_KEEP_RATIO		0.8
+/* two trial batches compare if their rows per image differ less than this */
+#define TTL_WAL_TRIAL_DENSITY	1.5
 
 /* wal_compression's names of ttl_index.wal_compression's methods */
 static const char *const ttl_wal_methods[] = {
@@ -72,12 +83,14 @@ static const char *const ttl_wal_methods[] = {
 void
 ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
 {
+	static bool refused = false;
 	TtlWalTrial *w = &pass->wal;
 
 	w->measuring = false;
-	if (ttl_wal_compression != TTL_WAL_COMPRESSION_SERVER)
+	if (ttl_wal_compression != TTL_WAL_COMPRESSION_SERVER && !refused)
 	{
 		const char *method = ttl_wal_methods[ttl_wal_compression];
+		bool		trial = false;
 
 		if (ttl_wal_compression != TTL_WAL_COMPRESSION_OFF)
 		{
@@ -88,13 +101,24 @@ ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
 				w->batch_compresses = w->decided > 0;
 			if (!w->batch_compresses)
 				method = "off";
-			w->measuring = w->decided == 0;
+			trial = w->decided == 0;
+		}
+		if (set_config_option("wal_compression", method, PGC_SUSET,
+							  PGC_S_SESSION, GUC_ACTION_LOCAL, true, WARNING,
+							  false) <= 0)
+		{
+			ereport(WARNING,
+					(errmsg("ttl_index: this server cannot compress WAL with %s; the workers leave wal_compression as it is",
+							method),
+					 errhint("Set ttl_index.wal_compression to a method the server offers, or to server.")));
+			refused = true;
+		}
+		else if (trial)
+		{
+			w->measuring = true;
 			w->start_bytes = pgWalUsage.wal_bytes;
 			w->start_fpi = pgWalUsage.wal_fpi;
 		}
-		(void) set_config_option("wal_compression", method, PGC_SUSET,
-								 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
-								 false);
 	}
 
 	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
@@ -115,6 +139,7 @@ void
 ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)
 {
 	TtlWalTrial *w = &pass->wal;
+	int			this = w->batch_compresses ? 1 : 0;
 	int64		fpi;
 
 	if (!w->measuring || rows <= 0)
@@ -123,13 +148,21 @@ ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)
 	fpi = pgWalUsage.wal_fpi - w->start_fpi;
 	if (fpi < TTL_WAL_TRIAL_FPI)
 		return;
-	w->bytes_per_row[w->batch_compresses ? 1 : 0] =
-		(double) (pgWalUsage.wal_bytes - w->start_bytes) / rows;
-	if (w->bytes_per_row[0] == 0 || w->bytes_per_row[1] == 0)
+	w->bytes_per_row[this] = (double) (pgWalUsage.wal_bytes - w->start_bytes) / rows;
+	w->fpi_per_row[this] = (double) fpi / rows;
+	if (w->bytes_per_row[1 - this] == 0)
 		return;
+
+	/* images of very different density: measure the other kind again */
+	if (w->fpi_per_row[this] > TTL_WAL_TRIAL_DENSITY * w->fpi_per_row[1 - this] ||
+		w->fpi_per_row[1 - this] > TTL_WAL_TRIAL_DENSITY * w->fpi_per_row[this])
+	{
+		w->bytes_per_row[1 - this] = 0;
+		return;
+	}
 	w->decided = w->bytes_per_row[1] <= TTL_WAL_KEEP_RATIO * w->bytes_per_row[0] ? 1 : -1;
 	ereport(DEBUG1,
-			(errmsg_internal("ttl_index: policy %d %s its full-page images for the rest of the pass: %.0f bytes of WAL a row compressed, %.0f not",
+			(errmsg_internal("ttl_index: policy %d %s its full-page images: %.0f bytes of WAL a row compressed, %.0f not",
 							 policy->id,
 							 w->decided > 0 ? "compresses" : "does not compress",
 							 w->bytes_per_row[1], w->bytes_per_row[0])));

@@ -12,7 +12,7 @@ set datafile separator "\t"
 set encoding utf8
 
 if (has("s1_throughput.tsv")) {
-	set terminal pngcairo size 900,480 font "sans,10"
+	set terminal pngcairo size 1200,480 font "sans,10"
 	set output dir . "/throughput.png"
 	set title "1. Draining a backlog" . (exists("s1n") ? " of " . s1n . " expired rows" : "") . ": speed relative to one plain DELETE (higher is faster)"
 	set style data boxes

@@ -19,6 +19,7 @@
  *				probe.c      index look-ups: the next and the oldest expiry
  *				backlog.c    expired rows estimated from the statistics
  *				origin.c     the replication origin a batch's changes carry
+ *				wal.c        a batch's WAL: commit flush, full-page images
  *	policy		targets.c    a policy resolved to its physical tables
  *				statement.c  the executor path's statement: SQL, plan, run
  *				filter.c     a policy's filter: parsing and storing it
@@ -547,6 +548,13 @@ extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
 
 /* ----------
+ * The WAL of the workers' batches (wal.c)
+ * ----------
+ */
+extern void ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass);
+extern void ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
+
+/* ----------
  * Whole-partition drops (partition.c)
  * ----------
  */
@@ -771,13 +779,6 @@ extern long ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows
  * ----------
  */
 extern bool ttl_replicas_hold(const char **phase);
-
-/* ----------
- * The WAL of the workers' batches (wal.c)
- * ----------
- */
-extern void ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass);
-extern void ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
 
 /* ----------
  * Giving way to the application (yield.c)

@@ -16,7 +16,7 @@ my @floors = (
 	[qw(ttl_index.c)],
 	[qw(api.c views.c runner.c)],
 	[qw(launcher.c worker.c helper.c hooks.c)],
-	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c)],
+	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c)],
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
 );

@@ -94,7 +94,7 @@ ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
 
 		if (ttl_wal_compression != TTL_WAL_COMPRESSION_OFF)
 		{
-			/* the trial's uncompressed batch first: a pass's first is small */
+			/* the trial's uncompressed batch first: a policy's first is small */
 			if (w->decided == 0)
 				w->batch_compresses = w->bytes_per_row[0] != 0;
 			else

@@ -255,12 +255,6 @@ ttl_parallel_claim(TtlClaim *claim)
 		{
 			if (job->slices[i].state == TTL_SLICE_TAKEN)
 				result = TTL_CLAIM_BUSY;
-			else if (job->slices[i].state == TTL_SLICE_FREE &&
-					 job->outcomes[job->slices[i].target] != TTL_BATCH_MORE)
-			{
-				/* given back by a helper that left, of a table given up */
-				job->slices[i].state = TTL_SLICE_DONE;
-			}
 			else if (job->slices[i].state == TTL_SLICE_FREE)
 			{
 				job->slices[i].state = TTL_SLICE_TAKEN;
@@ -349,6 +343,22 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left,
 }
 
 /*
+ * ttl_parallel_give_back
+ *		Slice i, taken, is given back part done: free for another process,
+ *		or done if its table was given up meanwhile (it would only be given
+ *		up again).  Caller holds the slots lock exclusively.
+ */
+static void
+ttl_parallel_give_back(TtlJob *job, int i)
+{
+	TtlSlice   *sl = &job->slices[i];
+
+	sl->state = job->outcomes[sl->target] == TTL_BATCH_MORE ?
+		TTL_SLICE_FREE : TTL_SLICE_DONE;
+	sl->taken_by = 0;
+}
+
+/*
  * ttl_parallel_let_go
  *		Slice i, this process's, is done or given back (`state`); with an
  *		outcome other than TTL_BATCH_MORE its table is given up as well
@@ -368,8 +378,13 @@ ttl_parallel_let_go(int i, TtlSliceState state, int outcome)
 		TtlJob	   *job = &slot->job;
 		int			target = job->slices[i].target;
 
-		job->slices[i].state = state;
-		job->slices[i].taken_by = 0;
+		if (state == TTL_SLICE_FREE)
+			ttl_parallel_give_back(job, i);
+		else
+		{
+			job->slices[i].state = state;
+			job->slices[i].taken_by = 0;
+		}
 		if (outcome != TTL_BATCH_MORE)
 		{
 			job->outcomes[target] = (uint8) outcome;
@@ -551,10 +566,7 @@ ttl_parallel_detach(int code, Datum arg)
 			{
 				if (job->slices[i].state == TTL_SLICE_TAKEN &&
 					job->slices[i].taken_by == MyProcPid)
-				{
-					job->slices[i].state = TTL_SLICE_FREE;
-					job->slices[i].taken_by = 0;
-				}
+					ttl_parallel_give_back(job, i);
 			}
 		}
 		lead = HelperSlot->latch;

@@ -296,11 +296,13 @@ verdict() {
 }
 # le A B: 1 when A <= B
 le() { awk -v a="$1" -v b="$2" 'BEGIN {print (a + 0 <= b + 0) ? 1 : 0}'; }
+# summary_row NUM NAME FIGURE TARGET VERDICT: a line of the final summary
+summary_row() { summary+=("$(printf '%-3s %-42s %-14s %-10s %s' "$1" "$2" "$3" "$4" "$5")"); }
 target() {  # target NUM NAME FIGURE TARGET OK [NOTE], e.g. target 2 "lag (s)" 0.8 "<= 1" 1
 	local v
 	v=$(verdict "$5")${6:+ ($6)}
 	printf '  target: %s %s; measured %s: %s\n' "$2" "$4" "$3" "$v"
-	summary+=("$(printf '%-3s %-42s %-14s %-10s %s' "$1" "$2" "$3" "$4" "$v")")
+	summary_row "$1" "$2" "$3" "$4" "$v"
 }
 
 # ---------------------------------------------------------------- 1
@@ -427,7 +429,7 @@ SQL
 	local wp wr
 	wp=$(awk -F'\t' '$1 == "worker_pass" {print $5}' "$out/s1_throughput.tsv")
 	wr=$(awk -F'\t' '$1 == "worker" {print $5}' "$out/s1_throughput.tsv")
-	summary+=("$(printf '%-3s %-42s %-14s %-10s %s' 1 "worker vs plain DELETE (pass / wall)" "${wp}x / ${wr}x" "none" "reference")")
+	summary_row 1 "worker vs plain DELETE (pass / wall)" "${wp}x / ${wr}x" none reference
 	target 1 "worker + helpers vs plain DELETE (wall)" "${wr}x" ">= 1.5x" "$(le 1.5 "$wr")"
 }
 
@@ -1174,7 +1176,7 @@ s10() {
 	fi
 	if [ -n "$xratio" ]; then
 		echo "  the incompressible TOASTed rows: ${xratio}x (reference: as much WAL as the DELETE, which bounds both)"
-		summary+=("$(printf '%-3s %-42s %-14s %-10s %s' 10 "incompressible TOAST vs DELETE (WAL-bound)" "${xratio}x" "none" "reference")")
+		summary_row 10 "incompressible TOAST vs DELETE (WAL-bound)" "${xratio}x" none reference
 	fi
 }
 

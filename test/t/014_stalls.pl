@@ -21,7 +21,8 @@
 #  6. ALTER DATABASE ... SET enable_tidscan = off does not make the executor
 #     path's batches rescan the backlog;
 #  7. DROP EXTENSION drops the indexes ttl_create_index made;
-#  8. more policies than ttl_index.max_policies: a warning, and the rest work.
+#  8. more policies than ttl_index.max_policies: a warning, and the rest work;
+#     dropping policies frees their counters for the others.
 use strict;
 use warnings;
 use FindBin;
@@ -326,6 +327,42 @@ ok($small->poll_query_until('postgres',
 like(slurp_file($small->logfile), qr/more policies than ttl_index.max_policies \(10\)/, 'a warning says some are not counted');
 is($small->safe_psql('postgres', 'SELECT count(*) FILTER (WHERE passes > 0) <= 10 FROM ttl_index_stats'), 't',
 	'at most ten are counted');
+
+# dropped policies give their counters back, and only theirs: drop five
+# (every other one, so that the kept ids lie on both sides of each dropped
+# one), and the ten left are all counted, the kept counters unchanged.  A
+# kept policy not yet counted gets a new expired row until it is (the first
+# may be deleted before the worker has read the drop); fed records them.
+my $t1_rows = $small->safe_psql('postgres',
+	q{SELECT rows_deleted FROM ttl_index_stats WHERE table_name = 't1'::regclass});
+$small->safe_psql('postgres', q{
+SELECT ttl_drop_index('t' || g, 'ts') FROM generate_series(2, 10, 2) g;
+CREATE TABLE fed (t regclass);
+CREATE FUNCTION all_counted() RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	n bigint;
+	waiting int := 0;
+BEGIN
+	FOR r IN SELECT table_name FROM ttl_index_stats WHERE rows_deleted = 0 LOOP
+		waiting := waiting + 1;
+		EXECUTE format('SELECT count(*) FROM %s', r.table_name) INTO n;
+		IF n = 0 THEN
+			EXECUTE format('INSERT INTO %s VALUES (now() - interval ''1 hour'')', r.table_name);
+			INSERT INTO fed VALUES (r.table_name);
+		END IF;
+	END LOOP;
+	RETURN waiting = 0 AND (SELECT count(*) FROM ttl_index_stats) = 10;
+END $$;
+INSERT INTO t1 VALUES (now() - interval '1 hour');
+INSERT INTO fed VALUES ('t1');
+});
+ok($small->poll_query_until('postgres', 'SELECT all_counted()'),
+	'five policies dropped: the ten left are all counted');
+ok($small->poll_query_until('postgres', 'SELECT count(*) = 0 FROM t1'), 't1 purged');
+is($small->safe_psql('postgres',
+	q{SELECT rows_deleted - (SELECT count(*) FROM fed WHERE t = 't1'::regclass) FROM ttl_index_stats WHERE table_name = 't1'::regclass}),
+	$t1_rows, 'a kept policy keeps its counters');
 $small->stop;
 
 done_testing();

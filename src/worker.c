@@ -51,9 +51,20 @@
  * worker ends its batch and exits, and the launcher starts the worker of a
  * waiting database.
  *
+ * The schedule is one array of slots, in catalog (policy id) order, each
+ * holding when its entry next needs a look (TtlSchedSlot.due): a wake-up's
+ * walks read that array and touch only the entries that are due or in a
+ * pass.  With a thousand idle policies, reading every entry at each of four
+ * wake-ups a second cost more than all the re-checks together: entries are
+ * scattered over the heap, and each read was a cache miss.  Whatever
+ * changes an entry's pass, next_check, retry_after or enabled then sets
+ * its slot's due (ttl_worker_due); an assert-enabled build checks every
+ * slot before each sleep.
+ *
  * Memory: each policy's schedule entry, its pass and its held rows live in
  * a memory context of their own (kept across reloads while the policy is
- * unchanged); everything a batch allocates lives in its transaction.
+ * unchanged); everything a batch allocates lives in its transaction.  The
+ * slot array lives in TopMemoryContext and is rebuilt at each reload.
  *
  *-------------------------------------------------------------------------
  */
@@ -127,7 +138,21 @@ static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 static bool ttl_worker_nap(const char *phase, long ms);
 static void ttl_worker_entry_free(TtlSchedEntry *e);
 
-static List *Schedule = NIL;	/* of TtlSchedEntry, in TopMemoryContext */
+/*
+ * A policy's place in the schedule.  due is TTL_DUE_IN_PASS while the entry
+ * has a pass in hand, DT_NOEND while the policy is paused, else the time
+ * from which ttl_worker_admit must look at it: Max(next_check, retry_after).
+ */
+typedef struct TtlSchedSlot
+{
+	TimestampTz due;
+	TtlSchedEntry *e;
+} TtlSchedSlot;
+
+#define TTL_DUE_IN_PASS		DT_NOBEGIN
+
+static TtlSchedSlot *Schedule = NULL;	/* in TopMemoryContext */
+static int	ScheduleLen = 0;
 static bool Loaded = false;
 static uint32 LoadedGeneration = 0;
 static TimestampTz LoadedAt = 0;
@@ -180,6 +205,33 @@ ttl_worker_entry_new(TtlPolicy *p)
 }
 
 /*
+ * ttl_worker_due
+ *		The due time of an entry's slot (see TtlSchedSlot).
+ */
+static TimestampTz
+ttl_worker_due(TtlSchedEntry *e)
+{
+	if (e->pass != NULL)
+		return TTL_DUE_IN_PASS;
+	if (!e->policy.enabled)
+		return DT_NOEND;
+	return Max(e->next_check, e->retry_after);
+}
+
+/*
+ * ttl_worker_policy_cmp
+ *		list_sort comparator: policies by id.
+ */
+static int
+ttl_worker_policy_cmp(const ListCell *a, const ListCell *b)
+{
+	int32		ida = ((TtlPolicy *) lfirst(a))->id;
+	int32		idb = ((TtlPolicy *) lfirst(b))->id;
+
+	return (ida > idb) - (ida < idb);
+}
+
+/*
  * ttl_worker_reload
  *		Re-read the policies.  An unchanged policy keeps its entry (pass,
  *		held rows, timers); a changed one starts afresh but for its rate
@@ -191,7 +243,9 @@ static void
 ttl_worker_reload(void)
 {
 	List	   *policies;
-	List	   *schedule = NIL;
+	TtlSchedSlot *schedule;
+	int			n = 0;
+	int			old_i = 0;
 	ListCell   *lc;
 	uint32		generation = ttl_slot_generation();
 	bool		woken = generation != LoadedGeneration;
@@ -222,19 +276,23 @@ ttl_worker_reload(void)
 	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
 								ALLOCSET_DEFAULT_SIZES);
 	policies = ttl_load_policies(tmp);
+	/* ids are unique, and a Citus node's copies come after its own */
+	list_sort(policies, ttl_worker_policy_cmp);
+	schedule = MemoryContextAlloc(TopMemoryContext,
+								  Max(list_length(policies), 1) * sizeof(TtlSchedSlot));
 
+	/* both the policies and the old schedule are in id order: one walk */
 	foreach(lc, policies)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
 		TtlSchedEntry *e = NULL;
-		ListCell   *lc2;
 
-		foreach(lc2, Schedule)
+		while (old_i < ScheduleLen && Schedule[old_i].e->policy.id < p->id)
+			old_i++;
+		if (old_i < ScheduleLen && Schedule[old_i].e->policy.id == p->id)
 		{
-			TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc2);
+			TtlSchedEntry *old = Schedule[old_i].e;
 
-			if (old == NULL || old->policy.id != p->id)
-				continue;
 			if (ttl_policy_equal(&old->policy, p))
 				e = old;		/* unchanged: keep everything */
 			else
@@ -248,8 +306,8 @@ ttl_worker_reload(void)
 				e->row_limit = old->row_limit;
 				ttl_worker_entry_free(old);
 			}
-			lfirst(lc2) = NULL;
-			break;
+			/* taken: the walk below frees what is left */
+			Schedule[old_i++].e = NULL;
 		}
 		if (e == NULL)
 			e = ttl_worker_entry_new(p);
@@ -261,24 +319,20 @@ ttl_worker_reload(void)
 		}
 		if (woken)
 			e->writes_known = false;
-		{
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-			schedule = lappend(schedule, e);
-			MemoryContextSwitchTo(old);
-		}
+		schedule[n].e = e;
+		schedule[n++].due = ttl_worker_due(e);
 	}
 
 	/* the entries of policies that are gone */
-	foreach(lc, Schedule)
+	for (int i = 0; i < ScheduleLen; i++)
 	{
-		TtlSchedEntry *old = (TtlSchedEntry *) lfirst(lc);
-
-		if (old != NULL)
-			ttl_worker_entry_free(old);
+		if (Schedule[i].e != NULL)
+			ttl_worker_entry_free(Schedule[i].e);
 	}
-	list_free(Schedule);
+	if (Schedule != NULL)
+		pfree(Schedule);
 	Schedule = schedule;
+	ScheduleLen = n;
 
 	ttl_stats_forget_others(MyDatabaseId, policies);
 
@@ -666,20 +720,30 @@ ttl_worker_written(TtlSchedEntry *e)
 /*
  * ttl_worker_admit
  *		Start a pass for every enabled policy that is due (see the top of
- *		the file for when the max_sleep look is skipped).
+ *		the file for when the max_sleep look is skipped).  Returns whether
+ *		any policy is in a pass.
  */
-static void
+static bool
 ttl_worker_admit(TimestampTz now)
 {
-	ListCell   *lc;
+	bool		any = false;
 
-	foreach(lc, Schedule)
+	for (int i = 0; i < ScheduleLen; i++)
 	{
-		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+		TtlSchedSlot *slot = &Schedule[i];
+		TtlSchedEntry *e;
 
-		if (e->pass != NULL || !e->policy.enabled ||
-			now < e->next_check || now < e->retry_after)
+		/* most policies: not due, and their entries are not read */
+		if (slot->due > now)
 			continue;
+		if (slot->due == TTL_DUE_IN_PASS)
+		{
+			any = true;
+			continue;
+		}
+		e = slot->e;
+		Assert(e->pass == NULL && e->policy.enabled &&
+			   now >= e->next_check && now >= e->retry_after);
 
 		if (e->caught_up && !e->next_expiry_unknown &&
 			(e->next_expiry == 0 || e->next_expiry > now) &&
@@ -690,6 +754,7 @@ ttl_worker_admit(TimestampTz now)
 			e->next_check = ttl_worker_recheck_at(now);
 			if (e->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->next_expiry))
 				e->next_check = Min(e->next_check, e->next_expiry);
+			slot->due = ttl_worker_due(e);
 			continue;
 		}
 		e->caught_up = false;
@@ -700,7 +765,10 @@ ttl_worker_admit(TimestampTz now)
 		e->pass = ttl_pass_begin(&e->policy, e->last_pass, e->held, now,
 								 e->row_limit, e->cxt);
 		e->last_pass = NULL;
+		slot->due = ttl_worker_due(e);
+		any = true;
 	}
+	return any;
 }
 
 /*
@@ -902,25 +970,23 @@ ttl_worker_run(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz wake;
-	ListCell   *lc;
 	int64		deleted;
 	TimestampTz started;
 	int64		batch_us;
+	bool		any = ttl_worker_admit(now);
 
-	ttl_worker_admit(now);
-	for (;;)
+	while (any)
 	{
-		bool		any = false;
 		bool		ran = false;
 		TimestampTz ready = 0;
 
-		foreach(lc, Schedule)
+		for (int i = 0; i < ScheduleLen; i++)
 		{
-			TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
+			TtlSchedSlot *slot = &Schedule[i];
+			TtlSchedEntry *e = slot->e;
 
-			if (e->pass == NULL)
+			if (slot->due != TTL_DUE_IN_PASS)
 				continue;
-			any = true;
 			if (e->rate_ready_at != 0 && e->rate_ready_at > GetCurrentTimestamp())
 			{
 				/* over its own rate limit: wait, others go on */
@@ -933,6 +999,7 @@ ttl_worker_run(void)
 			ran = true;
 			started = GetCurrentTimestamp();
 			ttl_worker_visit(e, &deleted);
+			slot->due = ttl_worker_due(e);
 			batch_us = GetCurrentTimestamp() - started;
 			ttl_worker_policy_debt(e, deleted);
 			/* rows are charged to the rate limit before any pause */
@@ -941,8 +1008,6 @@ ttl_worker_run(void)
 				!ttl_worker_yield(e, batch_us))
 				return 0;
 		}
-		if (!any)
-			break;
 		if (!ran && ready != 0)
 		{
 			long		ms = (long) ((ready - GetCurrentTimestamp() + 999) / 1000);
@@ -950,18 +1015,17 @@ ttl_worker_run(void)
 			if (!ttl_worker_nap("rate limited", Min(ms, (long) ttl_max_sleep)))
 				return 0;
 		}
-		ttl_worker_admit(GetCurrentTimestamp());
+		any = ttl_worker_admit(GetCurrentTimestamp());
 	}
 
 	ttl_slot_set_phase("sleeping");
 	now = GetCurrentTimestamp();
 	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
-	foreach(lc, Schedule)
+	for (int i = 0; i < ScheduleLen; i++)
 	{
-		TtlSchedEntry *e = (TtlSchedEntry *) lfirst(lc);
-
-		if (e->policy.enabled)
-			wake = Min(wake, Max(e->next_check, e->retry_after));
+		/* in a build with asserts: no slot is out of step with its entry */
+		Assert(Schedule[i].due == ttl_worker_due(Schedule[i].e));
+		wake = Min(wake, Schedule[i].due);
 	}
 	if (wake <= now)
 		return 0;

@@ -54,12 +54,13 @@
  * The schedule is one array of slots, in catalog (policy id) order, each
  * holding when its entry next needs a look (TtlSchedSlot.due): a wake-up's
  * walks read that array and touch only the entries that are due or in a
- * pass.  With a thousand idle policies, reading every entry at each of four
- * wake-ups a second cost more than all the re-checks together: entries are
- * scattered over the heap, and each read was a cache miss.  Whatever
- * changes an entry's pass, next_check, retry_after or enabled then sets
- * its slot's due (ttl_worker_due); an assert-enabled build checks every
- * slot before each sleep.
+ * pass, and an idle policy's re-check reads its slot alone.  With a
+ * thousand idle policies, reading every entry at each of four wake-ups a
+ * second cost more than all the re-checks together: entries are scattered
+ * over the heap, and each read was a cache miss or worse.  Whatever
+ * changes an entry's pass, timers or write counters then sets its slot
+ * (ttl_worker_slot_set); an assert-enabled build checks every slot before
+ * each sleep.
  *
  * Memory: each policy's schedule entry, its pass and its held rows live in
  * a memory context of their own (kept across reloads while the policy is

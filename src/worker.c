@@ -430,6 +430,21 @@ ttl_worker_recheck_at(TimestampTz now)
 }
 
 /*
+ * ttl_worker_idle_next
+ *		When to look again at a policy whose re-check found nothing changed:
+ *		at the re-check grid, or at its next expiry if that comes first.
+ */
+static TimestampTz
+ttl_worker_idle_next(TimestampTz now, TimestampTz next_expiry)
+{
+	TimestampTz at = ttl_worker_recheck_at(now);
+
+	if (next_expiry != 0 && !TIMESTAMP_NOT_FINITE(next_expiry))
+		at = Min(at, next_expiry);
+	return at;
+}
+
+/*
  * ttl_worker_failed
  *		A batch of the policy failed, its transaction rolled back.  Isolate
  *		the rows responsible if the failure is theirs (the pass goes on),
@@ -790,9 +805,7 @@ ttl_worker_admit(TimestampTz now)
 			ttl_writes_count(MyDatabaseId, slot->relid) == slot->writes &&
 			ttl_table_stat_writes(slot->relid) == slot->stat_writes)
 		{
-			slot->due = ttl_worker_recheck_at(now);
-			if (slot->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(slot->next_expiry))
-				slot->due = Min(slot->due, slot->next_expiry);
+			slot->due = ttl_worker_idle_next(now, slot->next_expiry);
 			continue;
 		}
 
@@ -805,9 +818,7 @@ ttl_worker_admit(TimestampTz now)
 			!ttl_worker_written(e))
 		{
 			/* as above, for a policy whose slot has no copy */
-			e->next_check = ttl_worker_recheck_at(now);
-			if (e->next_expiry != 0 && !TIMESTAMP_NOT_FINITE(e->next_expiry))
-				e->next_check = Min(e->next_check, e->next_expiry);
+			e->next_check = ttl_worker_idle_next(now, e->next_expiry);
 			ttl_worker_slot_set(slot, e);
 			continue;
 		}

@@ -430,6 +430,21 @@ ttl_worker_recheck_at(TimestampTz now)
 }
 
 /*
+ * ttl_worker_idle_holds
+ *		Whether a policy whose last pass left nothing may skip a pass now,
+ *		as far as time goes: none of its rows expires yet, and its
+ *		once-a-minute full pass is not due.  (Its tables' write counters
+ *		are the caller's to compare.)
+ */
+static inline bool
+ttl_worker_idle_holds(TimestampTz now, TimestampTz next_expiry,
+					  TimestampTz last_pass_at)
+{
+	return (next_expiry == 0 || next_expiry > now) &&
+		!TimestampDifferenceExceeds(last_pass_at, now, TTL_IDLE_PASS_EVERY_MS);
+}
+
+/*
  * ttl_worker_idle_next
  *		When to look again at a policy whose re-check found nothing changed:
  *		at the re-check grid, or at its next expiry if that comes first.
@@ -800,8 +815,7 @@ ttl_worker_admit(TimestampTz now)
 		 * slot on without reading the entry (see TtlSchedSlot).
 		 */
 		if (slot->idle &&
-			(slot->next_expiry == 0 || slot->next_expiry > now) &&
-			!TimestampDifferenceExceeds(slot->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS) &&
+			ttl_worker_idle_holds(now, slot->next_expiry, slot->last_pass_at) &&
 			ttl_writes_count(MyDatabaseId, slot->relid) == slot->writes &&
 			ttl_table_stat_writes(slot->relid) == slot->stat_writes)
 		{
@@ -813,8 +827,7 @@ ttl_worker_admit(TimestampTz now)
 		Assert(e->pass == NULL && e->policy.enabled && now >= e->retry_after);
 
 		if (e->caught_up && !e->next_expiry_unknown &&
-			(e->next_expiry == 0 || e->next_expiry > now) &&
-			!TimestampDifferenceExceeds(e->last_pass_at, now, TTL_IDLE_PASS_EVERY_MS) &&
+			ttl_worker_idle_holds(now, e->next_expiry, e->last_pass_at) &&
 			!ttl_worker_written(e))
 		{
 			/* as above, for a policy whose slot has no copy */

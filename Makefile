@@ -19,6 +19,7 @@ OBJS = \
 	src/held.o \
 	src/helper.o \
 	src/hooks.o \
+	src/import.o \
 	src/keepup.o \
 	src/launcher.o \
 	src/origin.o \
@@ -34,6 +35,7 @@ OBJS = \
 	src/statement.o \
 	src/stats.o \
 	src/targets.o \
+	src/timeout.o \
 	src/ttl_index.o \
 	src/views.o \
 	src/wal.o \
@@ -43,12 +45,12 @@ OBJS = \
 
 EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql \
-	sql/ttl_index--1.2--1.3.sql
+	sql/ttl_index--1.2--1.3.sql sql/ttl_index--1.3--1.4.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 # pg_regress: sql/*.sql against expected/*.out, on a server without the
 # library preloaded (PGXS runs them in the database contrib_regression)
-REGRESS = ttl_index ttl_expiry_rules ttl_edges ttl_migrate
+REGRESS = ttl_index ttl_expiry_rules ttl_edges ttl_migrate ttl_tenants
 
 # isolation specs and their expected output live under test/isolation
 ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))

@@ -70,6 +70,7 @@ PG_FUNCTION_INFO_V1(ttl_index_installed);
 PG_FUNCTION_INFO_V1(ttl_pause);
 PG_FUNCTION_INFO_V1(ttl_resume);
 PG_FUNCTION_INFO_V1(ttl_index_check_policy);
+PG_FUNCTION_INFO_V1(ttl_index_archive_dropped);
 
 /*
  * ttl_api_require
@@ -95,6 +96,17 @@ ttl_api_open_table(Oid relid, LOCKMODE lockmode)
 {
 	Relation	rel;
 	char		relkind;
+	Oid			ext;
+
+	/*
+	 * Ownership first, before any lock: a role that may not manage the
+	 * table must not queue for its lock behind the application's writers
+	 * (and make their next statements queue behind it), as PostgreSQL
+	 * checks before it locks for TRUNCATE and LOCK.  Checked again once
+	 * locked: the owner may have changed meanwhile.
+	 */
+	if (!ttl_rel_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
 
 	rel = try_relation_open(relid, lockmode);
 	if (rel == NULL)
@@ -136,6 +148,15 @@ ttl_api_open_table(Oid relid, LOCKMODE lockmode)
 
 	if (!ttl_rel_ownercheck(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
+
+	/* the extension's own tables: a policy there would purge the policies */
+	ext = get_extension_oid(TTL_EXTENSION_NAME, true);
+	if (OidIsValid(ext) && getExtensionOfObject(RelationRelationId, relid) == ext)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("\"%s\" belongs to the extension ttl_index",
+						RelationGetRelationName(rel)),
+				 errdetail("TTL policies cannot be set on the extension's own tables.")));
 
 	return rel;
 }
@@ -391,9 +412,22 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 }
 
 /*
+ * ttl_api_archive_owned
+ *		Whether a table's owner owns the archive table (or has the rights of
+ *		the role that does).  A policy that archived into another role's
+ *		table would make that role's DROP TABLE or ALTER TABLE fail for a
+ *		policy it cannot drop.
+ */
+static bool
+ttl_api_archive_owned(Oid relowner, Oid archive)
+{
+	return has_privs_of_role(relowner, ttl_table_owner(archive));
+}
+
+/*
  * ttl_api_check_archive
  *		The archive table must be a table other than the policy's, that the
- *		table's owner (the caller) may insert into.
+ *		table's owner (the caller) owns and may insert into.
  */
 static void
 ttl_api_check_archive(Relation rel, Oid archive)
@@ -417,6 +451,12 @@ ttl_api_check_archive(Relation rel, Oid archive)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("archive_table must not be a temporary table")));
+	if (!ttl_api_archive_owned(rel->rd_rel->relowner, archive))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("archive_table \"%s\" is not owned by the owner of \"%s\"",
+						get_rel_name(archive), RelationGetRelationName(rel)),
+				 errdetail("A policy archives only into a table of its table's owner: another role's table could not be dropped or altered by that role while the policy exists.")));
 	aclresult = pg_class_aclcheck(archive, GetUserId(), ACL_INSERT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(archive));
@@ -873,8 +913,22 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 Datum
 ttl_index_policy_changed(PG_FUNCTION_ARGS)
 {
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			nsp;
+
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "ttl_index_policy_changed: not called by trigger manager");
+
+	/*
+	 * Only on the catalog: EXECUTE is revoked from PUBLIC, so no other role
+	 * can attach it to a table of its own, but a superuser could.
+	 */
+	nsp = ttl_catalog_namespace(true);
+	if (!OidIsValid(nsp) ||
+		RelationGetRelid(trigdata->tg_relation) != get_relname_relid(TTL_CATALOG_NAME, nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+				 errmsg("ttl_index_policy_changed() fires only on %s", TTL_CATALOG_NAME)));
 	ttl_wake_at_commit();
 	return PointerGetDatum(NULL);
 }
@@ -983,45 +1037,159 @@ ttl_check_policy_context(void *arg)
 }
 
 /*
+ * ttl_api_pause_policy
+ *		Pause one policy, as the extension owner, and say why: what another
+ *		role did to a table of its own broke it, and that role's DDL is not
+ *		to be refused for it.
+ */
+static void
+ttl_api_pause_policy(TtlPolicy *p, const char *why)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+	char	   *relname = ttl_qualified_relname(p->relid);
+
+	SPI_connect();
+	values[0] = Int32GetDatum(p->id);
+	if (ttl_api_as_extension_owner(psprintf("UPDATE %s SET enabled = false WHERE id = $1",
+											ttl_catalog_relname()),
+								   1, argtypes, values, NULL) != SPI_OK_UPDATE)
+		elog(ERROR, "could not pause the TTL policy %d", p->id);
+	SPI_finish();
+	ereport(WARNING,
+			(errmsg("the TTL policy on column \"%s\" of table %s is paused: %s",
+					p->column_name, relname ? relname : "?", why),
+			 errhint("Its owner can change it with ttl_create_index() and resume it with ttl_resume().")));
+}
+
+/*
+ * ttl_api_check_one
+ *		The checks of ttl_index_check_policy on one policy, its table open.
+ */
+static void
+ttl_api_check_one(TtlPolicy *p, Relation rel)
+{
+	TtlTarget  *t;
+	ErrorContextCallback errcallback;
+
+	errcallback.callback = ttl_check_policy_context;
+	errcallback.arg = p;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	ttl_target_check_types(p, rel);
+	if (p->action == TTL_ACTION_ARCHIVE && get_rel_name(p->archive_relid) != NULL &&
+		!ttl_api_archive_owned(rel->rd_rel->relowner, p->archive_relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("the archive table %s would not be owned by the owner of table %s",
+						get_rel_name(p->archive_relid), RelationGetRelationName(rel)),
+				 errdetail("A policy archives only into a table of its table's owner.")));
+	t = ttl_target_create(p->relid, false, CurrentMemoryContext);
+	if (ttl_target_resolve(p, t, rel) != TTL_RESOLVE_GONE)
+		ttl_statement_check(p, t, rel);
+	error_context_stack = errcallback.previous;
+}
+
+/*
+ * ttl_api_policy_by_id
+ *		The policy with this id, or NULL.
+ */
+static TtlPolicy *
+ttl_api_policy_by_id(int32 id)
+{
+	ListCell   *lc;
+
+	foreach(lc, ttl_load_policies(CurrentMemoryContext))
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+
+		if (p->id == id && !p->citus_copy)
+			return p;
+	}
+	return NULL;
+}
+
+/*
  * ttl_index_check_policy(policy_id integer) returns void
  *		Called by the ALTER TABLE event trigger for each policy whose table
  *		or archive table was altered: raise an error, which undoes the ALTER
  *		TABLE, when the policy can no longer work as the tables now are (a
  *		column type it cannot use, a filter that no longer parses because a
  *		column it names was renamed or dropped, an archive table that no
- *		longer takes the table's columns).  The error names the policy.
+ *		longer takes the table's columns, or that is no longer the table
+ *		owner's).  The error names the policy.
+ *
+ *		Only the policy's owner (a role with the rights of its table's
+ *		owner) is refused so: a policy must not block another role's DDL on
+ *		a table of its own (an archive table that changed hands).  For that
+ *		role, the ALTER goes through and the policy is paused, with a
+ *		WARNING.  The role is the session's (GetOuterUserId): the event
+ *		trigger runs as the extension's owner.
  */
 Datum
 ttl_index_check_policy(PG_FUNCTION_ARGS)
 {
 	int32		id = PG_GETARG_INT32(0);
-	List	   *policies;
-	ListCell   *lc;
+	TtlPolicy  *p = ttl_api_policy_by_id(id);
+	Relation	rel;
 
-	policies = ttl_load_policies(CurrentMemoryContext);
-	foreach(lc, policies)
+	if (p == NULL)
+		PG_RETURN_VOID();
+	rel = try_relation_open(p->relid, AccessShareLock);
+	if (rel == NULL)
+		PG_RETURN_VOID();
+	if (has_privs_of_role(GetOuterUserId(), rel->rd_rel->relowner))
+		ttl_api_check_one(p, rel);
+	else
 	{
-		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
-		Relation	rel;
-		TtlTarget  *t;
-		ErrorContextCallback errcallback;
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		ErrorData  *edata = NULL;
 
-		if (p->id != id)
-			continue;
-		rel = try_relation_open(p->relid, AccessShareLock);
-		if (rel == NULL)
-			break;
-		errcallback.callback = ttl_check_policy_context;
-		errcallback.arg = p;
-		errcallback.previous = error_context_stack;
-		error_context_stack = &errcallback;
-		ttl_target_check_types(p, rel);
-		t = ttl_target_create(p->relid, false, CurrentMemoryContext);
-		if (ttl_target_resolve(p, t, rel) != TTL_RESOLVE_GONE)
-			ttl_statement_check(p, t, rel);
-		error_context_stack = errcallback.previous;
-		relation_close(rel, NoLock);
-		break;
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			ttl_api_check_one(p, rel);
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			edata = ttl_subxact_catch(cxt, owner);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata != NULL && p->enabled)
+			ttl_api_pause_policy(p, edata->message);
 	}
+	relation_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * ttl_index_archive_dropped(policy_id integer) returns void
+ *		Called by the DROP event trigger for a policy whose archive table is
+ *		being dropped.  Its owner is refused, as if the policy depended on
+ *		the table: the policy must be dropped or changed first.  Another role
+ *		(the archive table had changed hands) is not: the policy is paused.
+ */
+Datum
+ttl_index_archive_dropped(PG_FUNCTION_ARGS)
+{
+	TtlPolicy  *p = ttl_api_policy_by_id(PG_GETARG_INT32(0));
+	Oid			owner;
+
+	if (p == NULL || get_rel_name(p->relid) == NULL)
+		PG_RETURN_VOID();
+	owner = ttl_table_owner(p->relid);
+	if (has_privs_of_role(GetOuterUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop the archive table of the TTL policy on column \"%s\" of table %s",
+						p->column_name, ttl_qualified_relname(p->relid)),
+				 errhint("Drop the policy with ttl_drop_index() first.")));
+	if (p->enabled)
+		ttl_api_pause_policy(p, "its archive table was dropped");
 	PG_RETURN_VOID();
 }

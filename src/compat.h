@@ -17,6 +17,8 @@
 
 #include "access/genam.h"
 #include "access/nbtree.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_namespace.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
@@ -26,15 +28,24 @@
 #endif
 
 /*
- * PostgreSQL 16 replaced the per-catalog ownership checks
- * (pg_class_ownercheck, ...) with object_ownercheck(classid, ...).
+ * PostgreSQL 16 replaced the per-catalog ownership and privilege checks
+ * (pg_class_ownercheck, pg_namespace_aclcheck, ...) with
+ * object_ownercheck(classid, ...) and object_aclcheck(classid, ...).
  */
 #if PG_VERSION_NUM >= 160000
 #define ttl_rel_ownercheck(relid, roleid) \
 	object_ownercheck(RelationRelationId, (relid), (roleid))
+#define ttl_database_ownercheck(dboid, roleid) \
+	object_ownercheck(DatabaseRelationId, (dboid), (roleid))
+#define ttl_namespace_aclcheck(nspoid, roleid, mode) \
+	object_aclcheck(NamespaceRelationId, (nspoid), (roleid), (mode))
 #else
 #define ttl_rel_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
+#define ttl_database_ownercheck(dboid, roleid) \
+	pg_database_ownercheck((dboid), (roleid))
+#define ttl_namespace_aclcheck(nspoid, roleid, mode) \
+	pg_namespace_aclcheck((nspoid), (roleid), (mode))
 #endif
 
 /*

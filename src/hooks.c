@@ -20,7 +20,9 @@
  *	  TABLESPACE and CREATE DATABASE ... TEMPLATE fail while another session
  *	  is connected to the database; the worker must not be that session.
  *	  The hook keeps the database's worker out (and waits a little for a
- *	  running one to leave) until the statement is done.
+ *	  running one to leave) until the statement is done, but only for a
+ *	  statement that passes PostgreSQL's privilege checks
+ *	  (ttl_utility_may_evict): no other role can stop a database's purge.
  *	- DROP EXTENSION ttl_index drops the indexes ttl_create_index made, as
  *	  ttl_drop_index would (in the same transaction: a failed DROP
  *	  EXTENSION keeps them).
@@ -40,7 +42,9 @@
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "access/htup_details.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
@@ -51,9 +55,11 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* how long DROP DATABASE and friends keep the worker out, at most */
@@ -248,6 +254,46 @@ ttl_utility_target_database(Node *parsetree)
 }
 
 /*
+ * ttl_utility_may_evict
+ *		Whether the statement would get past PostgreSQL's own privilege
+ *		checks, which it makes only after the hook: only then is the
+ *		database's worker asked to leave.  Otherwise any role with LOGIN
+ *		could stop any database's purge with a DROP DATABASE bound to fail.
+ *		The checks are those of dropdb(), RenameDatabase(), createdb() and
+ *		movedb(): the database's owner (or a member of its role); CREATEDB
+ *		to rename or to create; to copy a database that is not a template,
+ *		its owner.  A template is never dropped.
+ */
+static bool
+ttl_utility_may_evict(Node *parsetree, Oid dboid)
+{
+	HeapTuple	tup;
+	bool		istemplate;
+
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	istemplate = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+	ReleaseSysCache(tup);
+
+	switch (nodeTag(parsetree))
+	{
+		case T_DropdbStmt:
+			return !istemplate && ttl_database_ownercheck(dboid, GetUserId());
+		case T_RenameStmt:
+			return have_createdb_privilege() &&
+				ttl_database_ownercheck(dboid, GetUserId());
+		case T_CreatedbStmt:
+			return have_createdb_privilege() &&
+				(istemplate || ttl_database_ownercheck(dboid, GetUserId()));
+		case T_AlterDatabaseStmt:
+			return ttl_database_ownercheck(dboid, GetUserId());
+		default:
+			return false;
+	}
+}
+
+/*
  * ttl_drop_created_indexes
  *		DROP EXTENSION ttl_index in this database: drop the indexes
  *		ttl_create_index made, as ttl_drop_index would.  Those of Citus
@@ -350,7 +396,8 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 			 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED)
 		ttl_wake_at_commit();
 
-	if (OidIsValid(dboid) && dboid != MyDatabaseId)
+	if (OidIsValid(dboid) && dboid != MyDatabaseId &&
+		ttl_utility_may_evict(parsetree, dboid))
 	{
 		ttl_database_evict(dboid);
 		PG_TRY();

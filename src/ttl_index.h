@@ -9,6 +9,7 @@
  *	SQL surface	api.c        policy management: ttl_create_index() & co.
  *				views.c      the functions behind the monitoring views
  *				runner.c     ttl_runner(): a pass inside the caller's transaction
+ *				import.c     what the importers read: a copy, a time zone
  *	processes	launcher.c   the cluster-wide launcher and its rotation
  *				worker.c     the per-database worker and its scheduler
  *				hooks.c      utility, executor and transaction hooks
@@ -20,6 +21,7 @@
  *				backlog.c    expired rows estimated from the statistics
  *				origin.c     the replication origin a batch's changes carry
  *				wal.c        a batch's WAL: commit flush, full-page images
+ *				timeout.c    the wall-time bound of a worker's batch
  *	policy		targets.c    a policy resolved to its physical tables
  *				statement.c  the executor path's statement: SQL, plan, run
  *				filter.c     a policy's filter: parsing and storing it
@@ -58,7 +60,7 @@
 #include "utils/timestamp.h"
 
 #define TTL_EXTENSION_NAME		"ttl_index"
-#define TTL_LIBRARY_VERSION		"1.3"
+#define TTL_LIBRARY_VERSION		"1.4"
 #define TTL_CATALOG_NAME		"ttl_index_policy"
 /* comment on the indexes ttl_create_index() creates (see api.c) */
 #define TTL_INDEX_COMMENT		"created by ttl_index; dropped by ttl_drop_index()"
@@ -100,6 +102,7 @@ extern bool ttl_keep_up;
 extern int	ttl_behind_warning;		/* s */
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
+extern int	ttl_batch_timeout;		/* ms, -1 = derived, 0 = none */
 extern int	ttl_max_sleep;			/* ms */
 extern int	ttl_lock_timeout;		/* ms */
 extern int	ttl_error_delay;		/* s */
@@ -203,6 +206,7 @@ extern void ttl_pin_process_settings(const char *application_name);
 extern int	ttl_parse_env_enter(void);
 extern void ttl_parse_env_leave(int nestlevel);
 extern const char *ttl_server_setting(const char *name);
+extern char *ttl_login_setting(Oid dboid, Oid roleid, const char *name);
 
 /* the settings whose server-wide values the launcher publishes (owner.c) */
 extern const char *const ttl_server_setting_names[];
@@ -356,9 +360,10 @@ extern bool ttl_rel_has_delete_rules(Relation rel, TtlAction action, bool instea
  * ----------
  */
 extern char *ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel,
-							   bool precheck);
+							   Relation parent, bool via_parent, bool precheck);
 extern void ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel);
 extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
+								Relation parent, bool via_parent,
 								ItemPointerData *tids, int ntids,
 								const TtlCutoff *cutoff);
 
@@ -389,6 +394,8 @@ extern bool ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid,
 						  TransactionId xmin, TimestampTz now);
 extern bool ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid,
 						 TransactionId xmin, TimestampTz now);
+extern bool ttl_held_table_skip(TtlHeld *held, Oid relid, TimestampTz now);
+extern void ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now);
 extern int	ttl_held_count(TtlHeld *held);
 extern bool ttl_held_first_report(TtlHeld *held, int sqlerrcode);
 
@@ -480,6 +487,9 @@ typedef struct TtlPass
 	TransactionId xid_at_start; /* the next XID when the pass began */
 	bool		waiting_helpers;	/* every free slice is taken */
 	TtlWalTrial wal;			/* this process's, wal.c */
+	/* the table a batch is on, until it returns: a failure is that table's */
+	TtlTarget  *failing_target;
+	int			held_tables;	/* tables this pass left alone, held */
 	/* the row being looked at, for an error raised by user code */
 	Oid			failing_relid;
 	ItemPointerData failing_tid;
@@ -533,8 +543,9 @@ extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
 							TtlBatchResult *result);
 extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
 							 TtlBatchResult *failed, int sqlerrcode,
-							 bool *held_one);
+							 bool *held_one, TtlTarget **held_table);
 extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
+extern bool ttl_purge_active(void);
 
 /* ----------
  * The replication origin of the worker's changes (origin.c)
@@ -546,6 +557,16 @@ extern void ttl_origin_helper_done(void);
 extern void ttl_origin_batch_end(void);
 extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
+
+/* ----------
+ * The wall-time bound of a batch (timeout.c)
+ * ----------
+ */
+extern int	ttl_timeout_ms(void);
+extern void ttl_timeout_batch_start(void);
+extern void ttl_timeout_batch_end(void);
+extern bool ttl_timeout_fired(void);
+extern bool ttl_timeout_killed(void);
 
 /* ----------
  * The WAL of the workers' batches (wal.c)
@@ -710,6 +731,11 @@ extern void ttl_slot_count_replica_hold(int64 ms);
 extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass,
 								 const char *relname);
 extern void ttl_slot_batch_end(TtlPass *pass);
+extern void ttl_slot_record_death(int32 policy_id, int sqlerrcode,
+								  const char *message);
+extern bool ttl_slot_death(int32 *policy_id, int *sqlerrcode, char *message,
+						   Size len, int *count);
+extern void ttl_slot_forget_death(void);
 
 /* backends */
 extern void ttl_shmem_wake_database(Oid dboid);

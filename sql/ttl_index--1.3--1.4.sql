@@ -1,0 +1,498 @@
+/* ttl_index--1.3--1.4.sql: from 1.3 to 1.4 (every object safe for every caller: trigger functions that check where they fire and are not executable by PUBLIC, no SECURITY DEFINER where none is needed, the importer reading its source without running anyone's code) */
+
+-- A fresh CREATE EXTENSION of 1.4 runs ttl_index--1.0.sql, then each
+-- upgrade script in turn, ending with this one.
+
+\echo Use "ALTER EXTENSION ttl_index UPDATE TO '1.4'" to load this file. \quit
+
+-- The trigger functions of the catalog.  PostgreSQL checks EXECUTE on a
+-- trigger function when a trigger is created, not when it fires: revoked
+-- from PUBLIC, no other role can attach them to a table of its own.  Each
+-- also checks that it fires where it is meant to, for a superuser's
+-- mistake.  None of them runs as anyone but the role that writes the
+-- catalog, which is always the extension's owner (the API functions write
+-- it as that role, the event triggers run as it) or a superuser (a
+-- restore): ttl_index_citus_sync is no longer SECURITY DEFINER.
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_policy_resolve() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_policy_changed() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_citus_sync() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_attnum(regclass, name) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_installed() FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_policy_resolve()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_RELID <> '@extschema@.ttl_index_policy'::pg_catalog.regclass
+	   OR TG_LEVEL <> 'ROW' OR TG_WHEN <> 'BEFORE' THEN
+		RAISE EXCEPTION 'ttl_index_policy_resolve() fires only before rows are written to ttl_index_policy'
+			USING ERRCODE = 'triggered_action_exception';
+	END IF;
+	NEW.attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.column_name);
+	NEW.ttl_attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.ttl_column);
+	NEW.soft_attnum := @extschema@.ttl_index_attnum(NEW.relid, NEW.soft_delete_column);
+	RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_citus_sync()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF TG_RELID <> '@extschema@.ttl_index_policy'::pg_catalog.regclass
+	   OR TG_LEVEL <> 'ROW' OR TG_WHEN <> 'AFTER' THEN
+		RAISE EXCEPTION 'ttl_index_citus_sync() fires only after rows of ttl_index_policy are written'
+			USING ERRCODE = 'triggered_action_exception';
+	END IF;
+	-- one test at a time: a statement naming Citus's catalogs is parsed
+	-- only when reached, and they exist only where Citus is installed
+	IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
+	   OR pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
+		RETURN NULL;
+	END IF;
+	IF TG_OP IN ('UPDATE', 'DELETE')
+	   AND EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m WHERE m.id = OLD.id) THEN
+		DELETE FROM @extschema@.ttl_index_citus_policy WHERE id = OLD.id;
+	END IF;
+	-- distributed as citus.c tells it: hash- or range-distributed, or a
+	-- single-shard table of a colocation group (schema-based sharding);
+	-- not a reference table, not a Citus local table
+	IF TG_OP IN ('INSERT', 'UPDATE')
+	   AND EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
+				   WHERE d.logicalrelid = NEW.relid
+					 AND NOT (d.partmethod = 'n' AND (d.repmodel = 't' OR d.colocationid = 0))) THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition d
+					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
+			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
+		END IF;
+		INSERT INTO @extschema@.ttl_index_citus_policy
+		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
+			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
+			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
+			   NEW.replication_origin
+		  FROM pg_catalog.pg_class c
+		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		 WHERE c.oid = NEW.relid;
+	END IF;
+	RETURN NULL;
+END
+$$;
+
+-- ttl_import_pg_ttl_index() reads its source through
+-- ttl_index_read_pg_ttl_index() (import.c): a heap scan of the table alone,
+-- built-in column types only, so that no code of the copy's owner (a cast
+-- to json, an output function, a row-level security policy, an index
+-- predicate the planner would fold) runs as the caller.  Executable by
+-- PUBLIC, as the importer is; it checks the caller's SELECT on the columns.
+CREATE FUNCTION @extschema@.ttl_index_read_pg_ttl_index(
+	source regclass,
+	OUT schema_name text,
+	OUT table_name text,
+	OUT column_name text,
+	OUT expire_after_seconds bigint,
+	OUT batch_size bigint,
+	OUT soft_delete_column text,
+	OUT active boolean,
+	OUT index_name text,
+	OUT index_created_by_extension boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_index_read_pg_ttl_index'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_read_pg_ttl_index(regclass) IS
+	'the rows of a copy of pg_ttl_index''s ttl_index_table, read without running its owner''s code (for ttl_import_pg_ttl_index)';
+
+-- The importer: besides reading as above, a batch size above ours is
+-- clamped (with a word in status), an empty source says so, and an index
+-- pg_ttl_index made that the policy now scans is marked as ttl_index's, so
+-- that ttl_drop_index() drops it as pg_ttl_index's ttl_drop_index() did.
+CREATE OR REPLACE FUNCTION @extschema@.ttl_import_pg_ttl_index(
+	source regclass,
+	dry_run boolean DEFAULT false,
+	OUT table_name text,
+	OUT column_name text,
+	OUT expire_after interval,
+	OUT batch_size integer,
+	OUT soft_delete_column text,
+	OUT paused boolean,
+	OUT policy_id integer,
+	OUT index_name regclass,
+	OUT redundant_index regclass,
+	OUT status text)
+RETURNS SETOF record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r			record;
+	rel			regclass;
+	peer_index	regclass;
+	peer_made	boolean;
+	ours		regclass;
+	secs		bigint;
+	attnum		int2;
+	clamped		text;
+	n			integer := 0;
+BEGIN
+	IF source IS NULL THEN
+		RAISE EXCEPTION 'source must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	FOR r IN SELECT s.*
+			   FROM @extschema@.ttl_index_read_pg_ttl_index(source) s
+			  ORDER BY s.schema_name, s.table_name, s.column_name
+	LOOP
+		n := n + 1;
+		IF r.schema_name IS NOT NULL THEN
+			table_name := quote_ident(r.schema_name) || '.' || quote_ident(r.table_name);
+			rel := to_regclass(table_name);
+		ELSE
+			-- before 3.0: the bare name pg_ttl_index quoted and found on the
+			-- default search_path, so in public; or a qualified name
+			table_name := r.table_name;
+			rel := to_regclass('public.' || quote_ident(table_name));
+			IF rel IS NULL THEN
+				rel := to_regclass(table_name);
+			END IF;
+		END IF;
+		column_name := r.column_name;
+		secs := r.expire_after_seconds;
+		expire_after := make_interval(secs => secs);
+		-- ours caps a batch at 1,000,000 rows; 10000 is the default of both
+		clamped := NULL;
+		IF r.batch_size > 1000000 THEN
+			clamped := format('batch size %s clamped to 1000000', r.batch_size);
+			batch_size := 1000000;
+		ELSE
+			batch_size := nullif(r.batch_size, 10000)::integer;
+		END IF;
+		soft_delete_column := r.soft_delete_column;
+		paused := NOT coalesce(r.active, true);
+		policy_id := NULL;
+		index_name := NULL;
+		redundant_index := NULL;
+		IF rel IS NULL THEN
+			status := 'skipped: table not found';
+			RAISE WARNING 'pg_ttl_index policy on % skipped: table not found', table_name;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+		table_name := rel::text;
+		IF NOT EXISTS (SELECT 1 FROM pg_attribute a
+						WHERE a.attrelid = rel AND a.attname = column_name
+						  AND a.attnum > 0 AND NOT a.attisdropped) THEN
+			status := 'skipped: column not found';
+			RAISE WARNING 'pg_ttl_index policy on %.% skipped: column not found',
+				table_name, column_name;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+
+		-- the peer's index, and whether the peer made it (2.x: by its name)
+		peer_index := NULL;
+		IF r.index_name IS NOT NULL THEN
+			peer_index := to_regclass(quote_ident(
+				coalesce(r.schema_name,
+						 (SELECT nspname FROM pg_namespace nsp
+							JOIN pg_class c ON c.relnamespace = nsp.oid
+						   WHERE c.oid = rel))) || '.' || quote_ident(r.index_name));
+		END IF;
+		peer_made := coalesce(r.index_created_by_extension,
+							  r.index_name LIKE 'idx\_ttl\_%');
+
+		IF dry_run THEN
+			status := CASE WHEN paused THEN 'would import, paused' ELSE 'would import' END;
+			IF clamped IS NOT NULL THEN
+				status := status || ' (' || clamped || ')';
+			END IF;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
+
+		BEGIN
+			policy_id := @extschema@.ttl_create_index(rel, column_name, secs,
+													  batch_size => batch_size,
+													  soft_delete_column => soft_delete_column);
+			IF paused THEN
+				PERFORM @extschema@.ttl_pause(rel, column_name);
+			END IF;
+			status := CASE WHEN paused THEN 'imported, paused' ELSE 'imported' END;
+			IF clamped IS NOT NULL THEN
+				status := status || ' (' || clamped || ')';
+			END IF;
+		EXCEPTION WHEN OTHERS THEN
+			policy_id := NULL;
+			status := 'failed: ' || SQLERRM;
+			RAISE WARNING 'pg_ttl_index policy on %.% not imported: %',
+				table_name, column_name, SQLERRM;
+			RETURN NEXT;
+			CONTINUE;
+		END;
+
+		-- the index the policy scans: one ttl_create_index made, else the
+		-- peer's when it leads with the column
+		SELECT p.attnum INTO attnum FROM @extschema@.ttl_index_policy p WHERE p.id = policy_id;
+		SELECT i.indexrelid::regclass INTO ours
+		  FROM pg_index i
+		 WHERE i.indrelid = rel
+		   AND i.indkey[0] = attnum
+		   AND obj_description(i.indexrelid, 'pg_class') =
+			   'created by ttl_index; dropped by ttl_drop_index()'
+		 LIMIT 1;
+		IF ours IS NOT NULL THEN
+			index_name := ours;
+			IF peer_index IS NOT NULL AND peer_made AND peer_index <> ours THEN
+				redundant_index := peer_index;
+			END IF;
+		ELSIF peer_index IS NOT NULL AND EXISTS (
+				SELECT 1 FROM pg_index i
+				 WHERE i.indexrelid = peer_index AND i.indkey[0] = attnum) THEN
+			index_name := peer_index;
+			-- pg_ttl_index's ttl_drop_index() dropped the index it made:
+			-- ours drops it too once it is marked as ours
+			IF peer_made THEN
+				EXECUTE format('COMMENT ON INDEX %s IS %L', peer_index,
+							   'created by ttl_index; dropped by ttl_drop_index()');
+			END IF;
+		END IF;
+		RETURN NEXT;
+	END LOOP;
+	IF n = 0 THEN
+		RAISE WARNING '% has no rows: no policy was imported', source
+			USING HINT = 'Copy pg_ttl_index''s ttl_index_table before DROP EXTENSION pg_ttl_index, with its rows (CREATE TABLE ... AS TABLE ttl_index_table).';
+	END IF;
+END
+$$;
+
+-- ttl_from_cron(): a job is recognised only when it is exactly an expiry
+-- DELETE of its own table: DELETE FROM t WHERE c < now() - interval '...'
+-- (also current_timestamp, clock_timestamp(), localtimestamp,
+-- statement_timestamp(), transaction_timestamp(), '<x>'::interval and
+-- make_interval(secs => n)), or the usual batching form DELETE FROM t WHERE
+-- k IN (SELECT k FROM t WHERE c < ... [ORDER BY ...] [LIMIT n]) or k = ANY
+-- (ARRAY(SELECT ...)) on the same table.  Other conditions joined by AND
+-- become the policy's filter; an OR, an interval multiplied or added to,
+-- a condition on another table, anything else: not recognised.  A job
+-- whose text cannot be read (an interval that does not parse) is not
+-- recognised either, and the others are still listed.
+CREATE OR REPLACE FUNCTION @extschema@.ttl_from_cron(
+	OUT jobid bigint,
+	OUT jobname text,
+	OUT database text,
+	OUT schedule text,
+	OUT command text,
+	OUT ttl_call text,
+	OUT note text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET IntervalStyle = postgres
+AS $$
+DECLARE
+	j			jsonb;
+	stmt		text;
+	stmts		text[];
+	m			text[];
+	tab			text[];
+	tab_text	text;
+	alias		text;
+	w			text;
+	inner_w		text;
+	rest		text;
+	col			text;
+	qual		text;
+	span		interval;
+	span_text	text;
+	n_months	int;
+	found_one	boolean;
+	ident		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)';
+	qname		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*))?';
+	now_fn		constant text :=
+		'(?:now\(\s*\)|current_timestamp|clock_timestamp\(\s*\)|localtimestamp|'
+		'statement_timestamp\(\s*\)|transaction_timestamp\(\s*\))';
+	span_re		constant text :=
+		'(?:interval\s*''([^'']+)''|''([^'']+)''\s*::\s*interval|'
+		'make_interval\(\s*secs\s*=>\s*([0-9]+(?:\.[0-9]+)?)\s*\))';
+	not_recognised constant text :=
+		'not recognised as an expiry cleanup (DELETE FROM t WHERE c < now() - interval ''...'')';
+BEGIN
+	IF to_regclass('cron.job') IS NULL THEN
+		RAISE EXCEPTION 'pg_cron is not installed in this database'
+			USING ERRCODE = 'undefined_table',
+				  HINT = 'Call ttl_from_cron() in the database that has CREATE EXTENSION pg_cron (cron.database_name).';
+	END IF;
+	-- pg_cron's table belongs to a superuser; anything else named cron.job
+	-- (a view, a role's table) could run its owner's code as the caller
+	IF NOT (SELECT c.relkind = 'r' AND r.rolsuper
+			  FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+			 WHERE c.oid = 'cron.job'::regclass) THEN
+		RAISE EXCEPTION 'cron.job is not pg_cron''s: it is not a table owned by a superuser'
+			USING ERRCODE = 'wrong_object_type';
+	END IF;
+	FOR j IN SELECT to_jsonb(c) FROM cron.job c ORDER BY c.jobid
+	LOOP
+		jobid := (j->>'jobid')::bigint;
+		jobname := j->>'jobname';
+		database := j->>'database';
+		schedule := j->>'schedule';
+		command := j->>'command';
+		found_one := false;
+		stmts := ARRAY(SELECT u FROM unnest(regexp_split_to_array(coalesce(command, ''), ';')) u
+						WHERE u !~ '^\s*$');
+		FOREACH stmt IN ARRAY stmts
+		LOOP
+			ttl_call := NULL;
+			note := NULL;
+			-- one job's text that does not parse is that job's answer only
+			BEGIN
+				stmt := btrim(stmt, E' \t\r\n');
+				-- DELETE FROM [ONLY] table [[AS] alias] WHERE ...
+				m := regexp_match(stmt, '^delete\s+from\s+(?:only\s+)?(' || qname || ')'
+								  '(?:\s+(?:as\s+)?(' || ident || '))?\s+where\s+(.*)$', 'i');
+				CONTINUE WHEN m IS NULL OR lower(coalesce(m[2], '')) = 'where';
+				tab := parse_ident(m[1]);
+				alias := m[2];
+				w := m[3];
+				-- the batching form: the rows of a subquery on the same table
+				m := regexp_match(w, '^(' || ident || ')\s*(?:in\s*\(|=\s*any\s*\(\s*array\s*\()'
+								  '\s*select\s+(' || ident || ')\s+from\s+(?:only\s+)?(' || qname || ')'
+								  '(?:\s+(?:as\s+)?(' || ident || '))?\s+where\s+(.*)$', 'i');
+				IF m IS NOT NULL THEN
+					CONTINUE WHEN m[1] <> m[2] OR parse_ident(m[3]) <> tab;
+					inner_w := regexp_replace(m[5], '\)\s*(\)\s*)?$', '');
+					CONTINUE WHEN inner_w = m[5];
+					inner_w := regexp_replace(inner_w, '\s+limit\s+[0-9]+\s*$', '', 'i');
+					inner_w := regexp_replace(inner_w, '\s+order\s+by\s+[^()'']*$', '', 'i');
+					w := inner_w;
+					alias := m[4];
+				END IF;
+				-- [qualifier.]column < now - interval, alone or ANDed with others
+				m := regexp_match(w, '^(?:(' || ident || ')\s*\.\s*)?(' || ident || ')\s*<=?\s*' ||
+								  now_fn || '\s*-\s*' || span_re || '(?:\s+and\s+(.*))?$', 'i');
+				CONTINUE WHEN m IS NULL;
+				qual := m[1];
+				rest := m[6];
+				CONTINUE WHEN qual IS NOT NULL AND
+					(parse_ident(qual))[1] IS DISTINCT FROM tab[array_upper(tab, 1)] AND
+					(parse_ident(qual))[1] IS DISTINCT FROM (parse_ident(coalesce(alias, '""""')))[1];
+				-- an OR anywhere could bind the conditions otherwise than read
+				CONTINUE WHEN rest IS NOT NULL AND rest ~* '\mor\M';
+				col := (parse_ident(m[2]))[1];
+				span_text := coalesce(m[3], m[4], m[5] || ' seconds');
+				span := span_text::interval;
+				tab_text := array_to_string(ARRAY(SELECT CASE WHEN x ~ '^[a-z_][a-z0-9_$]*$' THEN x
+																ELSE quote_ident(x) END
+													FROM unnest(tab) x), '.');
+				note := format('then SELECT cron.unschedule(%s)', jobid);
+				n_months := 12 * extract(year FROM span)::int + extract(month FROM span)::int;
+				IF n_months <> 0 THEN
+					-- a TTL has no months (they have no fixed length)
+					span := span - make_interval(months => n_months) + make_interval(days => 30 * n_months);
+					note := format('the job counts calendar months, a TTL days: %s is written as %s. ',
+								   span_text, span) || note;
+					span_text := span::text;
+				END IF;
+				IF array_length(stmts, 1) > 1 THEN
+					note := 'the job runs other statements too: keep them in a job of their own. ' || note;
+				END IF;
+				IF database IS NOT NULL AND database <> current_database() THEN
+					note := format('run the call in database %s. ', database) || note;
+				END IF;
+				IF rest IS NULL THEN
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L);',
+									   tab_text, col, span_text);
+				ELSE
+					note := 'the job deletes only the rows that also match its other conditions, '
+							'which the call makes the policy''s filter. ' || note;
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L, filter => %L);',
+									   tab_text, col, span_text, rest);
+				END IF;
+			EXCEPTION WHEN OTHERS THEN
+				ttl_call := NULL;
+				note := NULL;
+				CONTINUE;
+			END;
+			found_one := true;
+			RETURN NEXT;
+		END LOOP;
+		IF NOT found_one THEN
+			ttl_call := NULL;
+			note := not_recognised;
+			RETURN NEXT;
+		END IF;
+	END LOOP;
+END
+$$;
+
+-- DROP of an archive table: refused to the policy's owner, who can drop or
+-- change the policy first; another role (the table changed hands) is not
+-- refused, and the policy is paused instead (ttl_index_archive_dropped,
+-- api.c).  A policy archives only into a table of its table's owner
+-- (ttl_create_index, and the ALTER TABLE check).
+CREATE FUNCTION @extschema@.ttl_index_archive_dropped(policy_id integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'ttl_index_archive_dropped'
+LANGUAGE C STRICT;
+
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_archive_dropped(integer) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION @extschema@.ttl_index_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	obj record;
+	pid integer;
+BEGIN
+	FOR obj IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
+		WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+	LOOP
+		IF obj.objsubid = 0 THEN
+			DELETE FROM @extschema@.ttl_index_policy WHERE relid = obj.objid;
+		ELSE
+			DELETE FROM @extschema@.ttl_index_policy
+			 WHERE relid = obj.objid
+			   AND obj.objsubid IN (attnum, ttl_attnum, soft_attnum);
+		END IF;
+	END LOOP;
+
+	FOR pid IN SELECT p.id
+				 FROM @extschema@.ttl_index_policy p
+				WHERE p.archive_table::pg_catalog.oid IN
+					  (SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() d
+						WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+						  AND d.objsubid = 0)
+				ORDER BY p.id
+	LOOP
+		PERFORM @extschema@.ttl_index_archive_dropped(pid);
+	END LOOP;
+END
+$$;
+
+-- Policies made before 1.4 that archive into another role's table keep
+-- working only while that table is the table owner's: their batches are
+-- refused otherwise (purge.c).  Say which, once.
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN SELECT p.relid, p.column_name, p.archive_table
+			   FROM @extschema@.ttl_index_policy p
+			   JOIN pg_catalog.pg_class t ON t.oid = p.relid
+			   JOIN pg_catalog.pg_class a ON a.oid = p.archive_table
+			  WHERE NOT pg_catalog.pg_has_role(t.relowner, a.relowner, 'USAGE')
+	LOOP
+		RAISE WARNING 'the TTL policy on column "%" of table % archives into %, which its table''s owner does not own: its batches fail until it does',
+			r.column_name, r.relid, r.archive_table;
+	END LOOP;
+END
+$$;

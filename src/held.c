@@ -28,6 +28,13 @@
  * ttl_subxact_catch() is the one way they do it, so that a cancel or a
  * shutdown request is never taken for a row's failure.
  *
+ * A whole table can be held too: on a policy over several tables
+ * (partitions, inheritance children), a failure of a batch on one of them
+ * that is not some rows' (a trigger of that partition refusing the owner,
+ * say) holds that table, with the same backoff, and the pass goes on with
+ * the next: one table that cannot be purged does not stop the others.
+ * Its key is the table with an invalid TID.
+ *
  * Held rows are logged once per policy and SQLSTATE, not once per batch,
  * and counted in ttl_index_stats (rows_held, last_error).  At most
  * TTL_HELD_MAX rows are held per policy: past that, the failure is treated
@@ -67,7 +74,8 @@ typedef struct TtlHeldRow
 struct TtlHeld
 {
 	HTAB	   *rows;
-	int			count;
+	int			count;			/* rows held */
+	int			tables;			/* tables held */
 	int			reported[TTL_HELD_MAX_CODES];
 	int			nreported;
 };
@@ -223,6 +231,54 @@ ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
 	row->retry_at = TimestampTzPlusMilliseconds(now,
 												Min(backoff_s, TTL_HELD_MAX_BACKOFF_S) * 1000);
 	return true;
+}
+
+/*
+ * ttl_held_table_skip
+ *		Whether a pass should leave this table alone: it is held (see the
+ *		top of the file) and its backoff has not run out.
+ */
+bool
+ttl_held_table_skip(TtlHeld *held, Oid relid, TimestampTz now)
+{
+	ItemPointerData none;
+	TtlHeldKey	key;
+	TtlHeldRow *row;
+
+	if (held == NULL || held->tables == 0)
+		return false;
+	ItemPointerSetInvalid(&none);
+	ttl_held_key(&key, relid, &none);
+	row = hash_search(held->rows, &key, HASH_FIND, NULL);
+	return row != NULL && now < row->retry_at;
+}
+
+/*
+ * ttl_held_add_table
+ *		Hold a whole table, or hold it again with a doubled backoff.
+ */
+void
+ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now)
+{
+	ItemPointerData none;
+	TtlHeldKey	key;
+	TtlHeldRow *row;
+	bool		found;
+	int64		backoff_s;
+
+	ItemPointerSetInvalid(&none);
+	ttl_held_key(&key, relid, &none);
+	row = hash_search(held->rows, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		held->tables++;
+		row->xmin = InvalidTransactionId;
+		row->attempts = 0;
+	}
+	row->attempts++;
+	backoff_s = (int64) ttl_error_delay << Min(row->attempts - 1, 16);
+	row->retry_at = TimestampTzPlusMilliseconds(now,
+												Min(backoff_s, TTL_HELD_MAX_BACKOFF_S) * 1000);
 }
 
 /*

@@ -16,7 +16,13 @@
  *	- the policy deletes (no archive, no soft delete) every expired row (no
  *	  filter) by the column itself (no per-row TTL);
  *	- no row-level DELETE trigger on the partition or below it, which
- *	  includes the triggers of foreign keys pointing at it, and no rules;
+ *	  includes the triggers of foreign keys pointing at it, no rules, and
+ *	  no row-level security of its own (enabled on it or below it);
+ *	- nothing of the partitioned table's that a DELETE FROM it would run
+ *	  and a DROP does not: no row-level security that applies to the owner
+ *	  (its policies decide which rows go), no statement-level DELETE
+ *	  trigger, no DELETE rule; and the owner may delete from it;
+ *	- the partition and those below it are the owner's (DROP needs that);
  *	- no publication in the database (subscribers would never hear of the
  *	  rows);
  *	- the DROP succeeds without waiting: it runs as the owner, under the
@@ -49,6 +55,8 @@
 #include "utils/memutils.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/acl.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
@@ -123,7 +131,8 @@ ttl_partition_plain(Oid child)
 		if (rel == NULL)
 			continue;
 		trig = rel->trigdesc;
-		if (rel->rd_rel->relhasrules ||
+		if (rel->rd_rel->relhasrules || rel->rd_rel->relrowsecurity ||
+			!has_privs_of_role(GetUserId(), rel->rd_rel->relowner) ||
 			(trig != NULL &&
 			 (trig->trig_delete_before_row || trig->trig_delete_after_row ||
 			  trig->trig_delete_instead_row || trig->trig_delete_old_table)))
@@ -134,6 +143,27 @@ ttl_partition_plain(Oid child)
 	}
 	list_free(all);
 	return plain;
+}
+
+/*
+ * ttl_partition_parent_plain
+ *		Whether the owner's DELETE FROM the partitioned table would run
+ *		nothing of the table's own that a DROP of a partition skips, and is
+ *		allowed (see the top of the file).  Runs as the owner.
+ */
+static bool
+ttl_partition_parent_plain(Relation rel)
+{
+	TriggerDesc *trig = rel->trigdesc;
+	Oid			relid = RelationGetRelid(rel);
+
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED ||
+		rel->rd_rel->relhasrules ||
+		pg_class_aclcheck(relid, GetUserId(), ACL_DELETE) != ACLCHECK_OK)
+		return false;
+	return trig == NULL ||
+		!(trig->trig_delete_before_statement || trig->trig_delete_after_statement ||
+		  trig->trig_delete_old_table);
 }
 
 /*
@@ -217,7 +247,8 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 		return 0;
 	}
 	key = RelationGetPartitionKey(rel);
-	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || key == NULL ||
+	if (!ttl_partition_parent_plain(rel) ||
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || key == NULL ||
 		key->strategy != PARTITION_STRATEGY_RANGE || key->partnatts != 1 ||
 		key->partattrs[0] != policy->attnum ||
 		!ttl_key_type_ok(getBaseType(key->parttypid[0]), policy->unit_ns))

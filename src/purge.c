@@ -108,6 +108,9 @@ typedef struct TtlBatch
 	TtlPass    *pass;
 	TtlTarget  *target;
 	Relation	rel;
+	Relation	parent;			/* the policy's table, when the target is one
+								 * of its partitions or children */
+	bool		via_parent;		/* the statement runs on parent (statement.c) */
 	Relation	irel;
 	bool		as_owner;
 	TtlOwnerSave save;
@@ -118,6 +121,9 @@ typedef struct TtlBatch
 	ExprState  *filter;
 	instr_time	start;
 } TtlBatch;
+
+static void ttl_batch_check_rights(TtlBatch *b);
+static bool ttl_batch_via_parent(TtlBatch *b);
 
 /*
  * ttl_purge_errcontext
@@ -149,6 +155,20 @@ ttl_purge_no_index_error(TtlPolicy *policy, int elevel)
 					relname ? relname : "?", policy->column_name),
 			 errdetail("Its expired rows are not deleted until there is one."),
 			 errhint("Call ttl_create_index() again to create the index.")));
+}
+
+/* a batch of this process is running (ttl_purge_active) */
+static bool InBatch = false;
+
+/*
+ * ttl_purge_active
+ *		Whether a batch of this process is running: user code it runs is
+ *		calling back.
+ */
+bool
+ttl_purge_active(void)
+{
+	return InBatch;
 }
 
 /* ----------
@@ -290,6 +310,19 @@ ttl_batch_begin(TtlBatch *b)
 	TtlTarget  *t = b->target;
 
 	INSTR_TIME_SET_CURRENT(b->start);
+
+	/*
+	 * A partition or child of the policy's table is purged as the owner's
+	 * DELETE FROM parent would purge it, which locks the parent first.
+	 */
+	if (!t->shard && t->relid != b->policy->relid)
+	{
+		if (!ConditionalLockRelationOid(b->policy->relid, RowExclusiveLock))
+			return TTL_BATCH_LOCKED;
+		b->parent = try_relation_open(b->policy->relid, NoLock);
+		if (b->parent == NULL)
+			return TTL_BATCH_GONE;
+	}
 	if (!ConditionalLockRelationOid(t->relid, RowExclusiveLock))
 		return TTL_BATCH_LOCKED;
 	b->rel = try_relation_open(t->relid, NoLock);
@@ -341,6 +374,8 @@ ttl_batch_begin(TtlBatch *b)
 	if (!ConditionalLockRelationOid(t->indexoid, AccessShareLock))
 		return TTL_BATCH_LOCKED;
 	b->irel = index_open(t->indexoid, NoLock);
+	ttl_batch_check_rights(b);
+	b->via_parent = b->parent != NULL && ttl_batch_via_parent(b);
 
 	ttl_cutoff_compute(t->keytype, b->policy->unit_ns, b->pass->now,
 					   b->policy->expire_after, &b->cutoff);
@@ -373,6 +408,112 @@ ttl_batch_end(TtlBatch *b)
 		error_context_stack = b->errcallback.previous;
 		table_close(b->rel, NoLock);
 	}
+	if (b->parent)
+		table_close(b->parent, NoLock);
+}
+
+/*
+ * ttl_rel_fires_on
+ *		Whether a DELETE (an UPDATE, for a soft delete) of the table would
+ *		run its row-level triggers (row), or its statement-level triggers
+ *		and DO ALSO rules (!row).
+ */
+static bool
+ttl_rel_fires_on(Relation rel, TtlAction action, bool row)
+{
+	TriggerDesc *trig = rel->trigdesc;
+
+	if (!row && ttl_rel_has_delete_rules(rel, action, false))
+		return true;
+	if (trig == NULL)
+		return false;
+	if (action == TTL_ACTION_SOFT_DELETE)
+		return row ?
+			(trig->trig_update_before_row || trig->trig_update_after_row ||
+			 trig->trig_update_instead_row) :
+			(trig->trig_update_before_statement || trig->trig_update_after_statement ||
+			 trig->trig_update_old_table || trig->trig_update_new_table);
+	return row ?
+		(trig->trig_delete_before_row || trig->trig_delete_after_row ||
+		 trig->trig_delete_instead_row) :
+		(trig->trig_delete_before_statement || trig->trig_delete_after_statement ||
+		 trig->trig_delete_old_table);
+}
+
+/*
+ * ttl_batch_may
+ *		Whether the current user (the owner) has the rights a DELETE (an
+ *		UPDATE for a soft delete) with the policy's condition needs on rel:
+ *		the command's privilege, and SELECT on the column (or the table).
+ */
+static bool
+ttl_batch_may(TtlBatch *b, Relation rel, AttrNumber attnum)
+{
+	AclMode		mode = b->policy->action == TTL_ACTION_SOFT_DELETE ? ACL_UPDATE : ACL_DELETE;
+	Oid			relid = RelationGetRelid(rel);
+
+	if (pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)
+		return false;
+	return pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck(relid, attnum, GetUserId(), ACL_SELECT) == ACLCHECK_OK;
+}
+
+/*
+ * ttl_batch_check_rights
+ *		As the owner, before anything else: what the owner's own statement
+ *		would be refused for, refused here too.  The policy's table must be
+ *		reachable (USAGE on its schema: PostgreSQL needs it to name the
+ *		table), its privileges held (on the policy's table, which is the
+ *		one a DELETE FROM parent is checked on), and an archive table must
+ *		be the owner's (api.c).  The error fails the batch, and says why.
+ */
+static void
+ttl_batch_check_rights(TtlBatch *b)
+{
+	Relation	rel = b->parent != NULL ? b->parent : b->rel;
+	Oid			nsp = RelationGetNamespace(rel);
+	AclResult	aclresult;
+
+	aclresult = ttl_namespace_aclcheck(nsp, GetUserId(), ACL_USAGE);
+	if (aclresult != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the owner of table %s has no USAGE on its schema %s",
+						RelationGetRelationName(rel), get_namespace_name(nsp)),
+				 errdetail("The owner's own DELETE would be refused; the rows stay until the owner may reach the table again.")));
+	if (b->parent != NULL && !ttl_batch_may(b, b->parent, b->policy->attnum))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(b->parent));
+	if (b->policy->action == TTL_ACTION_ARCHIVE &&
+		OidIsValid(b->policy->archive_relid) &&
+		get_rel_name(b->policy->archive_relid) != NULL &&
+		!has_privs_of_role(GetUserId(), ttl_table_owner(b->policy->archive_relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the archive table %s is not owned by the owner of table %s",
+						get_rel_name(b->policy->archive_relid), RelationGetRelationName(rel)),
+				 errhint("Make the archive table the table owner's, or change the policy with ttl_create_index().")));
+}
+
+/*
+ * ttl_batch_via_parent
+ *		For a partition or child of the policy's table (b->parent), whether
+ *		the executor path must run its statement on the policy's table
+ *		(statement.c), because a statement on the leaf alone would not do
+ *		what the owner's DELETE FROM parent does: the parent's row-level
+ *		security, statement-level triggers or rules would not apply, or the
+ *		leaf's own would, or the owner lacks the leaf's privileges (which a
+ *		DELETE through the parent does not need).  Runs as the owner.
+ */
+static bool
+ttl_batch_via_parent(TtlBatch *b)
+{
+	TtlAction	action = b->policy->action;
+
+	return check_enable_rls(RelationGetRelid(b->parent), InvalidOid, false) == RLS_ENABLED ||
+		ttl_rel_fires_on(b->parent, action, false) ||
+		check_enable_rls(RelationGetRelid(b->rel), InvalidOid, false) == RLS_ENABLED ||
+		ttl_rel_fires_on(b->rel, action, false) ||
+		!ttl_batch_may(b, b->rel, b->target->attnum);
 }
 
 /*
@@ -380,24 +521,24 @@ ttl_batch_end(TtlBatch *b)
  *		Whether this batch may delete row versions itself (see the top of the
  *		file): true when a DELETE by the current user, the table owner, would
  *		fire no trigger, meet no rule and apply no row-level security, and
- *		the policy's action is a plain delete.  A filter does not matter: the
- *		scan evaluates it on each row.  Checks the owner's DELETE and SELECT
- *		rights as the executor would.
+ *		the policy's action is a plain delete.  For a partition or child of
+ *		the policy's table, that DELETE is the owner's DELETE FROM parent:
+ *		the leaf's row triggers fire, and the parent's statement triggers,
+ *		rules and row-level security apply (the leaf's do not).  A filter
+ *		does not matter: the scan evaluates it on each row.  Checks the
+ *		owner's DELETE and SELECT rights as the executor would, on the
+ *		table the DELETE names.
  */
 static bool
-ttl_direct_delete_ok(TtlPolicy *policy, Relation rel, AttrNumber attnum)
+ttl_direct_delete_ok(TtlBatch *b)
 {
-	TriggerDesc *trig = rel->trigdesc;
-	AclResult	aclresult;
+	Relation	rel = b->rel;
+	Relation	named = b->parent != NULL ? b->parent : b->rel;
 
-	if (policy->action != TTL_ACTION_DELETE || rel->rd_rel->relhasrules)
-		return false;
-	if (trig != NULL &&
-		(trig->trig_delete_before_row || trig->trig_delete_after_row ||
-		 trig->trig_delete_instead_row || trig->trig_delete_before_statement ||
-		 trig->trig_delete_after_statement || trig->trig_delete_old_table))
-		return false;
-	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, false) == RLS_ENABLED)
+	if (b->policy->action != TTL_ACTION_DELETE ||
+		ttl_rel_fires_on(rel, TTL_ACTION_DELETE, true) ||
+		ttl_rel_fires_on(named, TTL_ACTION_DELETE, false) ||
+		check_enable_rls(RelationGetRelid(named), InvalidOid, false) == RLS_ENABLED)
 		return false;
 
 	/*
@@ -407,14 +548,8 @@ ttl_direct_delete_ok(TtlPolicy *policy, Relation rel, AttrNumber attnum)
 	if (ttl_publications_exist())
 		CheckCmdReplicaIdentity(rel, CMD_DELETE);
 
-	/* DELETE on the table, SELECT on the column (or the whole table) */
-	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_DELETE);
-	if (aclresult == ACLCHECK_OK &&
-		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		aclresult = pg_attribute_aclcheck(RelationGetRelid(rel), attnum,
-										  GetUserId(), ACL_SELECT);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, RelationGetRelationName(rel));
+	if (!ttl_batch_may(b, named, named == rel ? b->target->attnum : b->policy->attnum))
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, RelationGetRelationName(named));
 	return true;
 }
 
@@ -488,8 +623,8 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	result->ntids = ntids;
 	result->tids = tids;
 	result->xmins = xmins;
-	processed = ttl_statement_run(b->policy, b->target, b->rel, tids, ntids,
-								  &b->cutoff);
+	processed = ttl_statement_run(b->policy, b->target, b->rel, b->parent,
+								  b->via_parent, tids, ntids, &b->cutoff);
 	result->deleted += processed;
 	result->left += ntids - (int64) processed;
 	if (b->policy->action == TTL_ACTION_ARCHIVE)
@@ -651,7 +786,7 @@ ttl_take_begin(TtlBatch *b, TtlTake *take)
 
 	memset(take, 0, sizeof(TtlTake));
 	take->limit = Min(Max(b->pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
-	take->direct = ttl_direct_delete_ok(policy, b->rel, b->target->attnum);
+	take->direct = ttl_direct_delete_ok(b);
 	if (take->direct)
 		take->cid = GetCurrentCommandId(true);
 	else
@@ -941,13 +1076,13 @@ ttl_batch_adapt(TtlBatch *b, TtlBatchResult *result, int64 rows)
 }
 
 /*
- * ttl_purge_target
+ * ttl_purge_target_batch
  *		One batch on one target: a retried group of rows if it has one, else
  *		the scan.
  */
 static TtlBatchOutcome
-ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
-				 TtlBatchResult *result)
+ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
+					   TtlBatchResult *result)
 {
 	TtlBatch	b;
 	TtlBatchOutcome outcome;
@@ -1041,6 +1176,33 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	return outcome;
 }
 
+/*
+ * ttl_purge_target
+ *		ttl_purge_target_batch, with the target recorded while it runs (an
+ *		error it raises is that table's: ttl_pass_isolate), and the batch
+ *		known to be running (ttl_purge_active).
+ */
+static TtlBatchOutcome
+ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
+				 TtlBatchResult *result)
+{
+	volatile TtlBatchOutcome outcome = TTL_BATCH_MORE;
+
+	pass->failing_target = t;
+	InBatch = true;
+	PG_TRY();
+	{
+		outcome = ttl_purge_target_batch(policy, pass, t, result);
+	}
+	PG_FINALLY();
+	{
+		InBatch = false;
+	}
+	PG_END_TRY();
+	pass->failing_target = NULL;
+	return outcome;
+}
+
 /* ----------
  * Sharing a target with helpers (helper.c, parallel.c)
  * ----------
@@ -1066,7 +1228,8 @@ ttl_pass_job_tables(TtlPass *pass, TtlTarget *split, TtlJobTarget *tables)
 	{
 		TtlTarget  *t = (TtlTarget *) list_nth(pass->targets, i);
 
-		if (n > 0 && (t->scattered || t->retry != NIL))
+		if (n > 0 && (t->scattered || t->retry != NIL ||
+					  ttl_held_table_skip(pass->held, t->relid, GetCurrentTimestamp())))
 			break;
 		tables[n].relid = t->relid;
 		tables[n].only = t->only;
@@ -1411,6 +1574,7 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 {
 	memset(result, 0, sizeof(TtlBatchResult));
 	pass->failing_relid = InvalidOid;
+	pass->failing_target = NULL;
 
 	/* the direct path bypasses the executor's check of this */
 	PreventCommandIfReadOnly("DELETE");
@@ -1430,7 +1594,16 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 
 			INSTR_TIME_SET_CURRENT(start);
 			ttl_owner_enter(ttl_table_owner(policy->relid), &save);
-			result->partitions_dropped = ttl_partition_drop_expired(policy, pass->now);
+			InBatch = true;
+			PG_TRY();
+			{
+				result->partitions_dropped = ttl_partition_drop_expired(policy, pass->now);
+			}
+			PG_FINALLY();
+			{
+				InBatch = false;
+			}
+			PG_END_TRY();
 			ttl_owner_leave(&save);
 			INSTR_TIME_SET_CURRENT(elapsed);
 			INSTR_TIME_SUBTRACT(elapsed, start);
@@ -1495,6 +1668,13 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			continue;
 		}
 		t = (TtlTarget *) list_nth(pass->targets, pass->current);
+		if (ttl_held_table_skip(pass->held, t->relid, GetCurrentTimestamp()))
+		{
+			/* it failed on its own lately: the others go on meanwhile */
+			pass->held_tables++;
+			pass->current++;
+			continue;
+		}
 		outcome = ttl_purge_target(policy, pass, t, result);
 		if (outcome == TTL_BATCH_MORE)
 		{
@@ -1525,26 +1705,55 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 }
 
 /*
+ * ttl_pass_hold_target
+ *		A batch failed for a reason that is not some rows' it can find: the
+ *		table's, when the batch was on one of several tables in hand outside
+ *		a shared job.  That table is held (held.c), and the pass goes on
+ *		with the next.  Returns false when that is not the case: the failure
+ *		is the policy's.
+ */
+static bool
+ttl_pass_hold_target(TtlPass *pass, TtlTarget *failing, int sqlerrcode,
+					 TimestampTz now, TtlTarget **held_table)
+{
+	if (failing == NULL || ttl_error_is_cancel(sqlerrcode) ||
+		pass->job_id != 0 || list_length(pass->targets) < 2 ||
+		pass->current >= list_length(pass->targets) ||
+		list_nth(pass->targets, pass->current) != failing)
+		return false;
+	ttl_held_add_table(pass->held, failing->relid, now);
+	*held_table = failing;
+	failing->retry = NIL;
+	pass->current++;
+	return true;
+}
+
+/*
  * ttl_pass_isolate
  *		After a batch failed with an error that may be some rows' (held.c):
  *		retry the rows of its statement in two halves, each a batch of its
  *		own, or hold the single row it failed on (that of the filter, or the
  *		only row of the statement).  Returns false when there is nothing to
  *		isolate, or the held set is full: the failure is the policy's.
- *		*held_one says whether a row was held.
+ *		*held_one says whether a row was held.  A failure that is not some
+ *		rows' holds the table the batch was on instead, when the pass has
+ *		others (*held_table: that target).
  */
 bool
 ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
-				 int sqlerrcode, bool *held_one)
+				 int sqlerrcode, bool *held_one, TtlTarget **held_table)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	ListCell   *lc;
 	TtlTarget  *t = NULL;
+	TtlTarget  *failing = pass->failing_target;
 	MemoryContext old;
 
 	*held_one = false;
+	*held_table = NULL;
+	pass->failing_target = NULL;
 	if (!ttl_error_row_related(sqlerrcode))
-		return false;
+		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
 
 	/* the filter failed on a row */
 	if (OidIsValid(pass->failing_relid))
@@ -1557,7 +1766,7 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 							pass->failing_xmin, now);
 	}
 	if (failed->ntids <= 0 || failed->tids == NULL)
-		return false;
+		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
 
 	foreach(lc, pass->targets)
 	{

@@ -13,11 +13,13 @@
  * Each policy runs in a subtransaction of the caller's: a policy that fails
  * is rolled back alone, reported as a WARNING (with its SQLSTATE, and the
  * table in the context) and counted in ttl_index_stats, and the others go
- * on; ttl_runner() itself does not fail for it.  A failure that may be some
- * rows' (held.c) makes the policy run again with a subtransaction per
- * batch, so that the rows responsible are found (in halves, down to single
- * rows), left in place, and the others deleted.  A query cancel, a
- * statement timeout or a shutdown request always ends the call.
+ * on; ttl_runner() itself does not fail for it.  A failed policy runs again
+ * with a subtransaction per batch, so that what failed is found and left in
+ * place while the rest is deleted: some rows (in halves, down to single
+ * rows), or one of its tables (held.c); a failure that is neither is then
+ * reported.  A query cancel, a statement timeout or a shutdown request
+ * always ends the call.  Called from inside a purge (a trigger of the table
+ * calling it), it refuses: the purge in hand would count its rows twice.
  *
  * Its counts reach ttl_index_stats only if the caller's transaction commits
  * (stats.c); errors are counted at once.  The batches are bounded, but their
@@ -50,7 +52,8 @@ PG_FUNCTION_INFO_V1(ttl_runner);
  *		and count it.
  */
 static void
-ttl_runner_report(TtlPolicy *p, ErrorData *edata, bool held_one, TtlHeld *held)
+ttl_runner_report(TtlPolicy *p, ErrorData *edata, bool held_one, TtlHeld *held,
+				  TtlTarget *held_table)
 {
 	char	   *relname = ttl_qualified_relname(p->relid);
 
@@ -66,6 +69,18 @@ ttl_runner_report(TtlPolicy *p, ErrorData *edata, bool held_one, TtlHeld *held)
 	ttl_stats_count_error(MyDatabaseId, p, edata->sqlerrcode, edata->message);
 	if (held_one && !ttl_held_first_report(held, edata->sqlerrcode))
 		return;
+	if (held_table != NULL)
+	{
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("ttl_index: could not purge expired rows of %s, one of the tables of the policy on %s, which is left for now (SQLSTATE %s): %s",
+						held_table->relname ? held_table->relname : "a table",
+						relname ? relname : "?", unpack_sql_state(edata->sqlerrcode),
+						edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->context ? errcontext("%s", edata->context) : 0));
+		return;
+	}
 	ereport(WARNING,
 			(errcode(edata->sqlerrcode),
 			 held_one ?
@@ -124,16 +139,18 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			{
 				ErrorData  *edata = ttl_subxact_catch(cxt, owner);
 				bool		held_one;
+				TtlTarget  *held_table;
 
 				MemoryContextSwitchTo(batchcxt);
-				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one))
+				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one,
+									  &held_table))
 				{
 					*failed = edata;
 					MemoryContextSwitchTo(old);
 					break;
 				}
-				if (held_one)
-					ttl_runner_report(p, edata, true, held);
+				if (held_table != NULL || held_one)
+					ttl_runner_report(p, edata, held_one, held, held_table);
 				FreeErrorData(edata);
 				result.outcome = TTL_BATCH_MORE;
 				result.deleted = 0;
@@ -206,7 +223,7 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 		if (failed != NULL)
 		{
 			/* the careful pass found a failure that is not some rows' */
-			ttl_runner_report(p, failed, false, held);
+			ttl_runner_report(p, failed, false, held, NULL);
 			break;
 		}
 		if (edata == NULL)
@@ -214,12 +231,19 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 		total = 0;
 		if (ttl_error_is_cancel(edata->sqlerrcode))
 			ReThrowError(edata);
-		if (careful || !ttl_error_row_related(edata->sqlerrcode))
+		/* a lock not free at once: left for a later pass, as the worker does */
+		if (careful || edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		{
-			ttl_runner_report(p, edata, false, held);
+			ttl_runner_report(p, edata, false, held, NULL);
 			break;
 		}
-		/* some rows failed: again, batch by batch, isolating them */
+
+		/*
+		 * Again, batch by batch, isolating what failed: some rows, or one
+		 * table of several (held.c).  A failure that is neither fails the
+		 * careful pass too, and is reported then.
+		 */
+		FreeErrorData(edata);
 		careful = true;
 	}
 	MemoryContextDelete(policycxt);
@@ -243,6 +267,11 @@ ttl_runner(PG_FUNCTION_ARGS)
 
 	/* a session's state, not a policy's failure: say it once */
 	PreventCommandIfReadOnly("DELETE");
+	if (ttl_purge_active())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ttl_runner() cannot be called inside a purge"),
+				 errdetail("A trigger, rule or function that a purge runs called it.")));
 	ttl_targets_init();
 	ttl_expiry_refresh_zone();
 	policies = ttl_load_policies(CurrentMemoryContext);

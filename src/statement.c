@@ -15,6 +15,14 @@
  *	UPDATE ONLY t SET <soft_delete_column> = <the row's expiry>
  *	  WHERE ...
  *
+ * On a partition or inheritance child of the policy's table, the statement
+ * is that of the owner's DELETE FROM parent when a DELETE of the leaf alone
+ * would differ from it (purge.c decides): it runs on the policy's table,
+ * restricted to the leaf (tableoid, and the leaf's partition constraint,
+ * which prunes the other partitions of a range- or list-partitioned
+ * table), so that the parent's row-level security, grants, statement-level
+ * triggers and DO ALSO rules apply, and not the leaf's.
+ *
  * $1 is tid[], $2 the cutoff (the bound in the key's type, or for
  * wall-clock keys the limit as timestamptz, compared with the key's instant
  * in the server's zone), $3 expire_after as an interval of microseconds,
@@ -56,6 +64,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/partition.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -72,7 +81,9 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -87,6 +98,7 @@ struct TtlPlan
 	List	   *stmts;			/* PlannedStmt: the statement, and those of
 								 * DO ALSO rules */
 	uint64		gen;			/* targets generation it was made under */
+	bool		via_parent;		/* on the policy's table (see the top) */
 };
 
 /*
@@ -263,6 +275,16 @@ ttl_statement_fk_sql(Relation rel)
 			continue;
 		pfeqop = (Oid *) ARR_DATA_PTR(DatumGetArrayTypeP(d));
 
+		/*
+		 * Only a referencing table of the same owner: the clause reads it as
+		 * the current user, and would run another owner's row-level security
+		 * policies on it with this owner's rights.  (PostgreSQL's own check
+		 * reads it as its owner.)  A reference it cannot see here fails the
+		 * statement, and held.c isolates the row.
+		 */
+		if (get_rel_name(con->conrelid) == NULL ||
+			ttl_table_owner(con->conrelid) != GetUserId())
+			continue;
 		for (int i = 0; i < n; i++)
 		{
 			if (pg_attribute_aclcheck(con->conrelid, conkey[i], GetUserId(),
@@ -295,15 +317,57 @@ ttl_statement_fk_sql(Relation rel)
 }
 
 /*
+ * ttl_statement_partition_sql
+ *		" AND tableoid = <leaf> AND (<the leaf's partition constraint>)" for
+ *		a statement on the policy's table restricted to one of its leaves:
+ *		the TIDs are the leaf's, tableoid keeps them off the rows of other
+ *		tables at the same TIDs, and the partition constraint, written over
+ *		the parent's columns, lets the planner prune the other partitions of
+ *		a range- or list-partitioned table.  Deparsed in the parse
+ *		environment, where it is parsed again.
+ */
+static char *
+ttl_statement_partition_sql(Relation rel, Relation parent)
+{
+	Expr	   *qual = get_rel_relispartition(RelationGetRelid(rel)) ?
+		get_partition_qual_relid(RelationGetRelid(rel)) : NULL;
+	char	   *sql = psprintf(" AND tableoid OPERATOR(pg_catalog.=) %u::pg_catalog.oid",
+							   RelationGetRelid(rel));
+	int			nestlevel;
+	List	   *mapped;
+
+	if (qual == NULL)
+		return sql;
+	mapped = map_partition_varattnos(list_make1(qual), 1, parent, rel);
+	nestlevel = ttl_parse_env_enter();
+	sql = psprintf("%s AND (%s)", sql,
+				   deparse_expression((Node *) linitial(mapped),
+									  deparse_context_for(RelationGetRelationName(parent),
+														  RelationGetRelid(parent)),
+									  false, false));
+	ttl_parse_env_leave(nestlevel);
+	return sql;
+}
+
+/*
  * ttl_statement_sql
  *		The statement of a target (see the top of the file).  With precheck,
- *		rows still referenced by a foreign key are left out.  Needs a
- *		transaction; runs as the owner when precheck (privileges).
+ *		rows still referenced by a foreign key are left out.  parent is the
+ *		policy's table when the target is one of its partitions or children
+ *		(else NULL), and via_parent says the statement runs on it, as the
+ *		owner's DELETE FROM parent does; otherwise it runs on the target
+ *		alone (ONLY).  An archive statement archives the policy's table's
+ *		columns.  Needs a transaction; runs as the owner when precheck
+ *		(privileges).
  */
 char *
-ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, bool precheck)
+ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
+				  bool via_parent, bool precheck)
 {
-	char	   *relname = ttl_qualified_relname(t->relid);
+	char	   *relname = via_parent ?
+		ttl_qualified_relname(RelationGetRelid(parent)) :
+		psprintf("ONLY %s", ttl_qualified_relname(t->relid));
+	Relation	colrel = parent != NULL ? parent : rel;
 	char	   *fk = precheck && policy->action != TTL_ACTION_SOFT_DELETE ?
 		ttl_statement_fk_sql(rel) : "";
 	char	   *where;
@@ -311,18 +375,19 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, bool precheck)
 	/* the subqueries of the foreign-key clauses name the table ttl_t */
 	if (fk[0] != '\0')
 		relname = psprintf("%s AS ttl_t", relname);
-	where = psprintf("ctid OPERATOR(pg_catalog.=) ANY ($1) AND %s%s%s%s",
+	where = psprintf("ctid OPERATOR(pg_catalog.=) ANY ($1) AND %s%s%s%s%s",
 					 ttl_statement_expired_sql(policy, t),
 					 t->filter_sql ? " AND " : "",
 					 t->filter_sql ? t->filter_sql : "",
+					 via_parent ? ttl_statement_partition_sql(rel, parent) : "",
 					 fk);
 
 	switch (policy->action)
 	{
 		case TTL_ACTION_DELETE:
-			return psprintf("DELETE FROM ONLY %s WHERE %s", relname, where);
+			return psprintf("DELETE FROM %s WHERE %s", relname, where);
 		case TTL_ACTION_SOFT_DELETE:
-			return psprintf("UPDATE ONLY %s SET %s = %s WHERE %s",
+			return psprintf("UPDATE %s SET %s = %s WHERE %s",
 							relname,
 							quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
 																   t->soft_attnum - 1)->attname)),
@@ -341,9 +406,9 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, bool precheck)
 							 errmsg("the archive table of the policy on %s no longer exists",
 									relname)));
 				initStringInfo(&cols);
-				for (int i = 0; i < RelationGetNumberOfAttributes(rel); i++)
+				for (int i = 0; i < RelationGetNumberOfAttributes(colrel); i++)
 				{
-					Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+					Form_pg_attribute att = TupleDescAttr(RelationGetDescr(colrel), i);
 
 					if (att->attisdropped)
 						continue;
@@ -351,7 +416,7 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, bool precheck)
 						appendStringInfoString(&cols, ", ");
 					appendStringInfoString(&cols, quote_identifier(NameStr(att->attname)));
 				}
-				return psprintf("WITH expired AS (DELETE FROM ONLY %s WHERE %s RETURNING %s)"
+				return psprintf("WITH expired AS (DELETE FROM %s WHERE %s RETURNING %s)"
 								" INSERT INTO %s (%s) SELECT %s FROM expired",
 								relname, where, cols.data, archive, cols.data, cols.data);
 			}
@@ -446,7 +511,7 @@ void
 ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel)
 {
 	Oid			types[TTL_STATEMENT_NPARAMS];
-	char	   *sql = ttl_statement_sql(policy, t, rel, false);
+	char	   *sql = ttl_statement_sql(policy, t, rel, NULL, false, false);
 
 	ttl_statement_param_types(policy, t, types);
 	(void) ttl_statement_analyze(sql, types, t->relname ? t->relname :
@@ -459,7 +524,8 @@ ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel)
  *		context.  Runs as the owner, with an active snapshot.
  */
 static TtlPlan *
-ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel)
+ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
+				   bool via_parent)
 {
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext,
 											  "ttl_index planning",
@@ -473,7 +539,7 @@ ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel)
 	int			nestlevel;
 
 	ttl_statement_param_types(policy, t, types);
-	sql = ttl_statement_sql(policy, t, rel, true);
+	sql = ttl_statement_sql(policy, t, rel, parent, via_parent, true);
 	queries = ttl_statement_analyze(sql, types, t->relname);
 
 	nestlevel = NewGUCNestLevel();
@@ -489,6 +555,7 @@ ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel)
 	plan->sql = pstrdup(sql);
 	plan->stmts = copyObject(stmts);
 	plan->gen = ttl_targets_generation();
+	plan->via_parent = via_parent;
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(tmp);
 	return plan;
@@ -527,11 +594,14 @@ ttl_statement_lock(TtlPlan *plan)
  *		Run the target's statement over the given rows, as the current user
  *		(the owner) under the current settings, and return how many rows it
  *		processed (deleted, archived or soft-deleted).  rel is the target's
- *		table, open and locked.
+ *		table, parent the policy's table when the target is one of its
+ *		partitions or children (else NULL), both open and locked; via_parent
+ *		as for ttl_statement_sql.
  */
 uint64
-ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
-				  ItemPointerData *tids, int ntids, const TtlCutoff *cutoff)
+ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
+				  bool via_parent, ItemPointerData *tids, int ntids,
+				  const TtlCutoff *cutoff)
 {
 	ParamListInfo params;
 	Datum	   *tiddatums;
@@ -543,8 +613,9 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
 	/* a plan, with every relation it uses locked, made since the last change */
 	for (int tries = 0;; tries++)
 	{
-		if (t->plan == NULL || t->plan->gen != ttl_targets_generation())
-			t->plan = ttl_statement_plan(policy, t, rel);
+		if (t->plan == NULL || t->plan->gen != ttl_targets_generation() ||
+			t->plan->via_parent != via_parent)
+			t->plan = ttl_statement_plan(policy, t, rel, parent, via_parent);
 		ttl_statement_lock(t->plan);
 		if (t->plan->gen == ttl_targets_generation() || tries > 0)
 			break;

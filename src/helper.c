@@ -226,6 +226,8 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	ttl_batch_wal_mode(policy, pass);
+	/* bounded as the worker's batches are (timeout.c) */
+	ttl_timeout_batch_start();
 	PG_TRY();
 	{
 		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
@@ -237,17 +239,20 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 		ErrorData  *edata;
 
 		MemoryContextSwitchTo(cxt);
+		ttl_timeout_batch_end();
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
 		ereport(LOG,
 				(errmsg("ttl_index helper: a batch of policy %d failed; the worker takes its rows over",
 						policy->id),
-				 errdetail("%s", edata->message)));
+				 errdetail("%s", ttl_timeout_fired() ?
+						   "The batch ran past ttl_index.batch_timeout." : edata->message)));
 		FreeErrorData(edata);
 		outcome = -1;
 	}
 	PG_END_TRY();
+	ttl_timeout_batch_end();
 	ttl_origin_batch_end();
 	if (outcome >= 0)
 		ttl_batch_wal_learn(policy, pass, result->deleted);

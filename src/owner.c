@@ -19,12 +19,18 @@
  *	   own settings) never leak in;
  *	2. then ALTER ROLE ALL SET, ALTER DATABASE SET, ALTER ROLE owner SET,
  *	   ALTER ROLE owner IN DATABASE SET, each overriding the one before, as
- *	   at login (any setting there, not only those of the list);
+ *	   at login, for the settings that change what the owner's SQL means
+ *	   or writes (those of the list, a few more, and custom settings such
+ *	   as app.tenant: ttl_owner_setting_names); the others (exit_on_error,
+ *	   application_name, logging, memory, ...) are the process's, and one
+ *	   owner's role settings must not reach the process or another owner's
+ *	   batches;
  *	3. then the settings the purge itself relies on, whatever 1 and 2 say:
  *	   session_replication_role = origin (triggers and foreign-key actions
- *	   always fire), row_security = on, lock_timeout =
+ *	   always fire), row_security = on, exit_on_error = off, lock_timeout =
  *	   ttl_index.lock_timeout, statement_timeout and the idle and
- *	   transaction timeouts off.
+ *	   transaction timeouts off (a batch has its own bound:
+ *	   ttl_index.batch_timeout, worker.c).
  *
  * No escalation: the owner could run the same code, with the same
  * settings, by logging in and deleting the rows; the purge adds no right.
@@ -86,25 +92,43 @@ const char *const ttl_server_setting_names[] = {
 };
 const int	ttl_server_setting_count = lengthof(ttl_server_setting_names);
 
-/* settings the owner's role or database cannot change for the purge */
-static const char *const ttl_pinned_names[] = {
-	"session_replication_role",
-	"row_security",
-	"lock_timeout",
-	"statement_timeout",
-	"idle_in_transaction_session_timeout",
-	"idle_session_timeout",
-	"transaction_timeout",
-	"default_transaction_isolation",
-	"default_transaction_read_only",
-	"default_transaction_deferrable",
-	"transaction_isolation",
-	"transaction_read_only",
-	"transaction_deferrable",
-	"role",
-	"session_authorization",
-	/* set for the batch's full-page images by the worker (wal.c) */
-	"wal_compression"
+/*
+ * The settings an owner's role or database settings may give the owner's
+ * code (step 2): besides those of the list above, the ones that change what
+ * its SQL means or writes, and custom settings (a name with a dot, such as
+ * app.tenant, which row-level security policies and triggers read with
+ * current_setting()).  Every other setting stays at the server's value for
+ * the batch, whatever the role says: exit_on_error would turn the batch's
+ * errors into the end of the process, application_name, the log_* settings
+ * and client_min_messages are the process's, work_mem and the like its
+ * resources, and the timeouts, role and replication settings are pinned
+ * below.
+ */
+static const char *const ttl_owner_setting_names[] = {
+	"timezone_abbreviations",
+	"escape_string_warning",
+	"quote_all_identifiers",
+	"transform_null_equals",
+	"check_function_bodies",
+	"default_tablespace",
+	"temp_tablespaces",
+	"default_table_access_method",
+	"default_toast_compression"
+};
+
+/*
+ * The settings the purge sets for itself (step 3), whatever anyone's
+ * settings say.  The owner's code can still change them while it runs;
+ * everything it sets is undone when the batch ends.
+ */
+static const char *const ttl_pinned_names[][2] = {
+	{"session_replication_role", "origin"},
+	{"row_security", "on"},
+	{"statement_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+	{"idle_session_timeout", "0"},
+	{"transaction_timeout", "0"},
+	{"exit_on_error", "off"}
 };
 
 /*
@@ -157,24 +181,40 @@ ttl_set(const char *name, const char *value)
 							 GUC_ACTION_SAVE, true, DEBUG1, false);
 }
 
+/*
+ * ttl_owner_may_set
+ *		Whether a setting of the owner's role or database reaches the
+ *		owner's code in a batch (see ttl_owner_setting_names).
+ */
 static bool
-ttl_pinned(const char *name)
+ttl_owner_may_set(const char *name)
 {
-	for (int i = 0; i < lengthof(ttl_pinned_names); i++)
+	for (int i = 0; i < ttl_server_setting_count; i++)
 	{
-		if (pg_strcasecmp(name, ttl_pinned_names[i]) == 0)
+		if (pg_strcasecmp(name, ttl_server_setting_names[i]) == 0)
 			return true;
 	}
-	return false;
+	for (int i = 0; i < lengthof(ttl_owner_setting_names); i++)
+	{
+		if (pg_strcasecmp(name, ttl_owner_setting_names[i]) == 0)
+			return true;
+	}
+	/* a custom setting, but not ours */
+	return strchr(name, '.') != NULL &&
+		pg_strncasecmp(name, TTL_EXTENSION_NAME ".", strlen(TTL_EXTENSION_NAME) + 1) != 0;
 }
 
+/* what to do with each "name=value" of a pg_db_role_setting entry */
+typedef void (*TtlRoleSettingFn) (const char *name, const char *value, void *arg);
+
 /*
- * ttl_apply_role_settings
- *		Apply the pg_db_role_setting entry of (database, role), if any,
- *		skipping the pinned settings.
+ * ttl_role_settings_walk
+ *		Call fn for each setting of the pg_db_role_setting entry of
+ *		(database, role), if any, in the order ALTER ... SET stored them.
  */
 static void
-ttl_apply_role_settings(Relation rel, Snapshot snapshot, Oid dboid, Oid roleid)
+ttl_role_settings_walk(Relation rel, Snapshot snapshot, Oid dboid, Oid roleid,
+					   TtlRoleSettingFn fn, void *arg)
 {
 	ScanKeyData keys[2];
 	SysScanDesc scan;
@@ -208,13 +248,81 @@ ttl_apply_role_settings(Relation rel, Snapshot snapshot, Oid dboid, Oid roleid)
 			if (value != NULL)
 			{
 				*value++ = '\0';
-				if (!ttl_pinned(name))
-					ttl_set(name, value);
+				fn(name, value, arg);
 			}
 			pfree(name);
 		}
 	}
 	systable_endscan(scan);
+}
+
+/*
+ * ttl_login_walk
+ *		Call fn for every setting a login of role into database gets from
+ *		pg_db_role_setting, least specific first (ALTER ROLE ALL SET, ALTER
+ *		DATABASE SET, ALTER ROLE SET, ALTER ROLE IN DATABASE SET), so that a
+ *		later call overrides an earlier one, as at login.
+ */
+static void
+ttl_login_walk(Oid dboid, Oid roleid, TtlRoleSettingFn fn, void *arg)
+{
+	Relation	rel;
+	Snapshot	snapshot;
+
+	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	snapshot = RegisterSnapshot(GetCatalogSnapshot(DbRoleSettingRelationId));
+	ttl_role_settings_walk(rel, snapshot, InvalidOid, InvalidOid, fn, arg);
+	ttl_role_settings_walk(rel, snapshot, dboid, InvalidOid, fn, arg);
+	ttl_role_settings_walk(rel, snapshot, InvalidOid, roleid, fn, arg);
+	ttl_role_settings_walk(rel, snapshot, dboid, roleid, fn, arg);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+}
+
+/* ttl_login_walk callback of ttl_owner_enter: apply what the owner may set */
+static void
+ttl_apply_owner_setting(const char *name, const char *value, void *arg)
+{
+	if (ttl_owner_may_set(name))
+		ttl_set(name, value);
+}
+
+/* ttl_login_walk callback of ttl_login_setting: remember one setting */
+typedef struct TtlFindSetting
+{
+	const char *name;
+	char	   *value;
+} TtlFindSetting;
+
+static void
+ttl_find_setting(const char *name, const char *value, void *arg)
+{
+	TtlFindSetting *find = (TtlFindSetting *) arg;
+
+	if (pg_strcasecmp(name, find->name) == 0)
+		find->value = pstrdup(value);
+}
+
+/*
+ * ttl_login_setting
+ *		The value a setting of the server-wide list (ttl_server_setting_names)
+ *		has in a session of role opened in database: its pg_db_role_setting
+ *		entries, most specific first, else the server-wide value.  What the
+ *		importers read a former job's or worker's rows with (a session opened
+ *		by pg_cron, or by pg_ttl_index's worker, took these).  Returns a
+ *		palloc'd string.
+ */
+char *
+ttl_login_setting(Oid dboid, Oid roleid, const char *name)
+{
+	TtlFindSetting find;
+
+	find.name = name;
+	find.value = NULL;
+	ttl_login_walk(dboid, roleid, ttl_find_setting, &find);
+	if (find.value != NULL)
+		return find.value;
+	return (char *) ttl_server_setting(name);
 }
 
 /*
@@ -226,8 +334,6 @@ void
 ttl_owner_enter(Oid owner, TtlOwnerSave *save)
 {
 	char		timeout[32];
-	Relation	rel;
-	Snapshot	snapshot;
 
 	GetUserIdAndSecContext(&save->userid, &save->sec_context);
 	SetUserIdAndSecContext(owner, save->sec_context | SECURITY_RESTRICTED_OPERATION);
@@ -238,27 +344,14 @@ ttl_owner_enter(Oid owner, TtlOwnerSave *save)
 		ttl_set(ttl_server_setting_names[i],
 				ttl_server_setting(ttl_server_setting_names[i]));
 
-	/* 2. as at login, the most specific last */
-	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
-	snapshot = RegisterSnapshot(GetCatalogSnapshot(DbRoleSettingRelationId));
-	ttl_apply_role_settings(rel, snapshot, InvalidOid, InvalidOid);
-	ttl_apply_role_settings(rel, snapshot, MyDatabaseId, InvalidOid);
-	ttl_apply_role_settings(rel, snapshot, InvalidOid, owner);
-	ttl_apply_role_settings(rel, snapshot, MyDatabaseId, owner);
-	UnregisterSnapshot(snapshot);
-	table_close(rel, AccessShareLock);
+	/* 2. as at login, the most specific last, those the owner may set */
+	ttl_login_walk(MyDatabaseId, owner, ttl_apply_owner_setting, NULL);
 
-	/* 3. the purge's own */
-	ttl_set("session_replication_role", "origin");
-	ttl_set("row_security", "on");
+	/* 3. the purge's own (a setting this server lacks is left alone) */
+	for (int i = 0; i < lengthof(ttl_pinned_names); i++)
+		ttl_set(ttl_pinned_names[i][0], ttl_pinned_names[i][1]);
 	snprintf(timeout, sizeof(timeout), "%d", ttl_lock_timeout);
 	ttl_set("lock_timeout", timeout);
-	ttl_set("statement_timeout", "0");
-	ttl_set("idle_in_transaction_session_timeout", "0");
-	ttl_set("idle_session_timeout", "0");
-#if PG_VERSION_NUM >= 170000
-	ttl_set("transaction_timeout", "0");
-#endif
 }
 
 /*

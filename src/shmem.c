@@ -651,6 +651,71 @@ ttl_slot_batch_end(TtlPass *pass)
 	LWLockRelease(SlotsLock);
 }
 
+/*
+ * ttl_slot_record_death
+ *		The worker is ending with a FATAL error during a batch of this policy
+ *		(worker.c): leave it for the worker that replaces it.  Called from
+ *		the error reporting of the ending process, which never holds the
+ *		slots lock there (nothing raises an error under it).
+ */
+void
+ttl_slot_record_death(int32 policy_id, int sqlerrcode, const char *message)
+{
+	if (MySlot == NULL)
+		return;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (MySlot->death_policy == policy_id)
+		MySlot->death_count++;
+	else
+		MySlot->death_count = 1;
+	MySlot->death_policy = policy_id;
+	MySlot->death_code = sqlerrcode;
+	strlcpy(MySlot->death_message, message ? message : "", sizeof(MySlot->death_message));
+	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_slot_death
+ *		The record ttl_slot_record_death left, if any: the policy whose batch
+ *		was in flight, the error, and how many times in a row.  Kept until
+ *		ttl_slot_forget_death.
+ */
+bool
+ttl_slot_death(int32 *policy_id, int *sqlerrcode, char *message, Size len,
+			   int *count)
+{
+	bool		found = false;
+
+	if (MySlot == NULL)
+		return false;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (MySlot->death_policy != 0)
+	{
+		*policy_id = MySlot->death_policy;
+		*sqlerrcode = MySlot->death_code;
+		*count = MySlot->death_count;
+		strlcpy(message, MySlot->death_message, len);
+		found = true;
+	}
+	LWLockRelease(SlotsLock);
+	return found;
+}
+
+/*
+ * ttl_slot_forget_death
+ *		A batch of the policy ended normally since: forget the record.
+ */
+void
+ttl_slot_forget_death(void)
+{
+	if (MySlot == NULL)
+		return;
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	MySlot->death_policy = 0;
+	MySlot->death_count = 0;
+	LWLockRelease(SlotsLock);
+}
+
 /* ----------
  * Backends
  * ----------

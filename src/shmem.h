@@ -72,7 +72,7 @@ typedef struct TtlJob
  *	launcher: dboid, datname, worker_running, last_start, failures,
  *			  waiting_since, turn_started, turns, turn_over (set)
  *	worker:   pid, latch, has_extension, progress, replica_holds,
- *			  replica_hold_ms
+ *			  replica_hold_ms, death_*
  *	backends: probe, generation, blocked_until
  *	worker and helpers: job (parallel.c)
  */
@@ -97,6 +97,11 @@ typedef struct TtlDbSlot
 	int64		replica_holds;	/* times a worker held for replicas */
 	int64		replica_hold_ms;	/* and for how long in all */
 	TtlJob		job;			/* helpers on a backlog (parallel.c) */
+	/* the worker ended (FATAL) during a batch of this policy (worker.c) */
+	int32		death_policy;	/* 0: none */
+	int			death_code;		/* its SQLSTATE */
+	int			death_count;	/* in a row for that policy */
+	char		death_message[128];
 } TtlDbSlot;
 
 /*

@@ -39,6 +39,7 @@ bool		ttl_keep_up = true;
 int			ttl_behind_warning = 300;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
+int			ttl_batch_timeout = -1;
 int			ttl_max_sleep = 1000;
 int			ttl_lock_timeout = 100;
 int			ttl_error_delay = 10;
@@ -168,6 +169,14 @@ _PG_init(void)
 							"A batch stops scanning when this time is up, and the next batch of the same policy "
 							"takes fewer rows if the last one took longer.",
 							&ttl_batch_time, 200, 1, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.batch_timeout",
+							"Longest time one batch of a background worker may run, whatever the table owner's code in it does.",
+							"Past it the batch is canceled and its policy rests as after an error, while the others go on.  "
+							"-1: a hundred times ttl_index.batch_time, at least 10 s.  0: no limit.",
+							&ttl_batch_timeout, -1, -1, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

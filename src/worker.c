@@ -133,6 +133,11 @@ typedef struct TtlSchedEntry
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
+static void ttl_worker_rest(TtlSchedEntry *e, int sqlerrcode, const char *message,
+							const char *detail, const char *hint,
+							const char *context, const char *relname,
+							TimestampTz now);
+static TimestampTz ttl_worker_recheck_at(TimestampTz now);
 static bool ttl_worker_hold_for_replicas(void);
 static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
 static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
@@ -181,6 +186,26 @@ static TimestampTz LoadedAt = 0;
  */
 static double RateTokens = 0;
 static TimestampTz RateRefilledAt = 0;
+
+/*
+ * A worker that ends with a FATAL error during a batch (the owner's code
+ * turned an error into one with exit_on_error, or caught the cancel of
+ * ttl_index.batch_timeout and went on: timeout.c) leaves a record in its
+ * database's slot (ttl_worker_emit_log); the worker that replaces it rests
+ * that policy, twice as long each time in a row (ttl_worker_apply_death),
+ * so that the database's other policies go on.  A shutdown or an eviction
+ * (SIGTERM) leaves none.
+ */
+static int32 BatchPolicy = 0;	/* the policy of the batch in flight */
+static emit_log_hook_type prev_emit_log_hook = NULL;
+static struct
+{
+	int32		policy_id;
+	int			sqlerrcode;
+	int			count;			/* 0: nothing pending */
+	bool		applied;		/* the policy was made to rest */
+	char		message[128];
+}			PendingDeath;
 
 /*
  * ttl_worker_entry_free
@@ -471,6 +496,7 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 				  const char *relname, TimestampTz now)
 {
 	bool		held_one = false;
+	TtlTarget  *held_table = NULL;
 
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 	{
@@ -482,8 +508,23 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 	}
 
 	if (e->pass != NULL &&
-		ttl_pass_isolate(&e->policy, e->pass, result, edata->sqlerrcode, &held_one))
+		ttl_pass_isolate(&e->policy, e->pass, result, edata->sqlerrcode, &held_one,
+						 &held_table))
 	{
+		if (held_table != NULL)
+		{
+			/* one of its tables held back; the pass goes on with the others */
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("ttl_index: could not purge expired rows of %s, one of the tables of the policy on %s, which is left for now (SQLSTATE %s): %s",
+							held_table->relname ? held_table->relname : "a table",
+							relname, unpack_sql_state(edata->sqlerrcode), edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+					 errhint("Its other tables are purged meanwhile; it is tried again after ttl_index.error_delay, doubling each time it fails.")));
+			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
+								  edata->message);
+			return;
+		}
 		if (!held_one)
 			return;				/* its rows are retried in halves */
 		/* one row held back: say so once per kind of failure */
@@ -500,20 +541,31 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 		return;
 	}
 
-	/*
-	 * One log entry per failure, as autovacuum does: the table and the
-	 * SQLSTATE in the message, the original detail, hint and context
-	 * (which names the column) kept.
-	 */
+	ttl_worker_rest(e, edata->sqlerrcode, edata->message, edata->detail,
+					edata->hint, edata->context, relname, now);
+}
+
+/*
+ * ttl_worker_rest
+ *		A failure of the policy's own (not some rows'): log it once, as
+ *		autovacuum does, with the table and the SQLSTATE in the message and
+ *		the original detail, hint and context (which names the column);
+ *		count it; end the pass; the policy rests ttl_index.error_delay
+ *		while the other policies go on.
+ */
+static void
+ttl_worker_rest(TtlSchedEntry *e, int sqlerrcode, const char *message,
+				const char *detail, const char *hint, const char *context,
+				const char *relname, TimestampTz now)
+{
 	ereport(LOG,
-			(errcode(edata->sqlerrcode),
+			(errcode(sqlerrcode),
 			 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
-					relname, unpack_sql_state(edata->sqlerrcode),
-					edata->message),
-			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-			 edata->hint ? errhint("%s", edata->hint) : 0,
-			 edata->context ? errcontext("%s", edata->context) : 0));
-	ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode, edata->message);
+					relname, unpack_sql_state(sqlerrcode), message),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 context ? errcontext("%s", context) : 0));
+	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode, message);
 	ttl_pass_end(e->pass);
 	e->pass = NULL;
 	e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
@@ -613,6 +665,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_batch_wal_mode(&e->policy, pass);
 	pass->split = NULL;
 	pass->waiting_helpers = false;
+	BatchPolicy = e->policy.id;
+	ttl_timeout_batch_start();
 	PG_TRY();
 	{
 		char	   *name = ttl_qualified_relname(e->policy.relid);
@@ -630,22 +684,51 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		ErrorData  *edata;
 
 		MemoryContextSwitchTo(cxt);
+		ttl_timeout_batch_end();
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		BatchPolicy = 0;
 		ttl_origin_batch_end();
 		ttl_slot_batch_end(pass);
 		now = GetCurrentTimestamp();
-		ttl_worker_failed(e, &result, edata, relname, now);
+		if (ttl_timeout_fired())
+		{
+			/* canceled by its deadline: the policy's failure (timeout.c) */
+			ttl_worker_rest(e, ERRCODE_QUERY_CANCELED,
+							psprintf("the batch ran past ttl_index.batch_timeout (%d ms)",
+									 ttl_timeout_ms()),
+							NULL, NULL, edata->context, relname, now);
+		}
+		else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		{
+			/* someone canceled the batch: no failure of the policy's */
+			ereport(LOG,
+					(errmsg("ttl_index: a batch of the policy on %s was canceled; its rows are left for a later pass",
+							relname)));
+			ttl_pass_end(e->pass);
+			e->pass = NULL;
+			e->next_check = ttl_worker_recheck_at(now);
+		}
+		else
+			ttl_worker_failed(e, &result, edata, relname, now);
 		FreeErrorData(edata);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
 	PG_END_TRY();
 
+	ttl_timeout_batch_end();
+	BatchPolicy = 0;
 	ttl_origin_batch_end();
 	ttl_slot_batch_end(pass);
 	pgstat_report_activity(STATE_IDLE, NULL);
+	if (PendingDeath.count > 0 && PendingDeath.policy_id == e->policy.id)
+	{
+		/* the policy whose batch ended the last worker has one that ends */
+		ttl_slot_forget_death();
+		PendingDeath.count = 0;
+	}
 
 	/*
 	 * Hand our table counters (tuples deleted, dead tuples) to the
@@ -1118,6 +1201,66 @@ ttl_worker_run(void)
 }
 
 /*
+ * ttl_worker_emit_log
+ *		emit_log_hook of the worker: a FATAL error during a batch leaves a
+ *		record of the policy for the next worker (see PendingDeath), unless
+ *		it is a shutdown or an eviction, which say nothing of the policy.
+ *		Runs inside error reporting: records, and nothing more.
+ */
+static void
+ttl_worker_emit_log(ErrorData *edata)
+{
+	if (edata->elevel >= FATAL && BatchPolicy != 0)
+	{
+		if (ttl_timeout_killed())
+			ttl_slot_record_death(BatchPolicy, ERRCODE_QUERY_CANCELED,
+								  "the batch ran past ttl_index.batch_timeout and went on when canceled");
+		else if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_OPERATOR_INTERVENTION)
+			ttl_slot_record_death(BatchPolicy, edata->sqlerrcode, edata->message);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+/*
+ * ttl_worker_apply_death
+ *		After a reload: the policy whose batch ended the last worker (see
+ *		PendingDeath) rests ttl_index.error_delay, doubled for each time in a
+ *		row, up to ten minutes; the failure is logged and counted once.
+ */
+static void
+ttl_worker_apply_death(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int64		rest_s;
+
+	if (PendingDeath.count == 0 || PendingDeath.applied)
+		return;
+	rest_s = Min((int64) ttl_error_delay << Min(PendingDeath.count - 1, 16), 600);
+	for (int i = 0; i < ScheduleLen; i++)
+	{
+		TtlSchedEntry *e = Schedule[i].e;
+
+		if (e->policy.id != PendingDeath.policy_id)
+			continue;
+		ereport(LOG,
+				(errcode(PendingDeath.sqlerrcode),
+				 errmsg("ttl_index: the worker ended during a batch of the policy on table OID %u, column %s, which rests " INT64_FORMAT " s (SQLSTATE %s): %s",
+						e->policy.relid, e->policy.column_name, rest_s,
+						unpack_sql_state(PendingDeath.sqlerrcode), PendingDeath.message)));
+		ttl_stats_count_error(MyDatabaseId, &e->policy, PendingDeath.sqlerrcode,
+							  psprintf("the worker ended during a batch: %s",
+									   PendingDeath.message));
+		ttl_pass_end(e->pass);
+		e->pass = NULL;
+		e->retry_after = TimestampTzPlusMilliseconds(now, rest_s * 1000);
+		ttl_worker_slot_set(&Schedule[i], e);
+	}
+	/* counted once; the slot keeps the count until a batch of it ends */
+	PendingDeath.applied = true;
+}
+
+/*
  * ttl_worker_main
  *		Entry point of a per-database worker; main_arg is the database OID.
  */
@@ -1137,6 +1280,12 @@ ttl_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
 	ttl_pin_process_settings("ttl_index worker");
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = ttl_worker_emit_log;
+	if (ttl_slot_death(&PendingDeath.policy_id, &PendingDeath.sqlerrcode,
+					   PendingDeath.message, sizeof(PendingDeath.message),
+					   &PendingDeath.count))
+		PendingDeath.count = Max(PendingDeath.count, 1);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
 	ttl_yield_start();
@@ -1164,7 +1313,10 @@ ttl_worker_main(Datum main_arg)
 
 		if (!Loaded || ttl_slot_generation() != LoadedGeneration ||
 			TimestampDifferenceExceeds(LoadedAt, GetCurrentTimestamp(), TTL_RELOAD_EVERY_MS))
+		{
 			ttl_worker_reload();
+			ttl_worker_apply_death();
+		}
 
 		if (ttl_enabled)
 			sleep_ms = ttl_worker_run();

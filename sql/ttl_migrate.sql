@@ -105,9 +105,18 @@ INSERT INTO cron.job (jobname, schedule, command) VALUES
  ('batched', '* * * * *', $$DELETE FROM public."Events" WHERE id IN (SELECT id FROM public."Events" WHERE "At" < now() - interval '30 minutes' ORDER BY "At" LIMIT 10000)$$),
  ('monthly', '0 4 1 * *', $$DELETE FROM audit WHERE at < now() - interval '3 months 2 days'$$),
  ('filtered', '0 * * * *', $$DELETE FROM jobs WHERE finished_at < now() - make_interval(secs => 86400) AND state = 'done'$$),
- ('two', '0 5 * * *', $$VACUUM sessions; DELETE FROM cache WHERE t.expires < clock_timestamp() - interval '0'$$),
+ ('two', '0 5 * * *', $$VACUUM sessions; DELETE FROM cache WHERE cache.expires < clock_timestamp() - interval '0'$$),
  ('vacuum', '0 6 * * *', 'VACUUM ANALYZE sessions'),
- ('by-count', '0 7 * * *', $$DELETE FROM sessions WHERE id < (SELECT max(id) - 1000 FROM sessions)$$);
+ ('by-count', '0 7 * * *', $$DELETE FROM sessions WHERE id < (SELECT max(id) - 1000 FROM sessions)$$),
+ ('any-array', '0 8 * * *', $$DELETE FROM mig."My Logs" WHERE ctid = ANY (ARRAY(SELECT ctid FROM mig."My Logs" WHERE at < now() - interval '2 days' LIMIT 5000))$$);
+-- what would mislead, if read as a TTL: not recognised, and the other jobs
+-- are still listed
+INSERT INTO cron.job (jobname, schedule, command) VALUES
+ ('times', '0 9 * * *', $$DELETE FROM sessions WHERE created_at < now() - interval '1 day' * 30$$),
+ ('other-table', '0 9 * * *', $$DELETE FROM sessions WHERE id IN (SELECT id FROM logs WHERE logged_at < now() - interval '1 day')$$),
+ ('other-qualifier', '0 9 * * *', $$DELETE FROM cache WHERE t.expires < now() - interval '1 day'$$),
+ ('or', '0 9 * * *', $$DELETE FROM jobs WHERE finished_at < now() - interval '1 day' AND state = 'done' OR state = 'failed'$$),
+ ('bad-interval', '0 9 * * *', $$DELETE FROM jobs WHERE finished_at < now() - interval 'soon'$$);
 UPDATE cron.job SET database = 'elsewhere' WHERE jobname = 'two';
 SELECT jobid, jobname, ttl_call, note FROM ttl_from_cron();
 -- nothing changed

@@ -141,6 +141,32 @@ for my $n ($coord, @workers)
 		'node ' . $n->name . ' deleted in batches of at most batch_size rows');
 }
 
+# ---- no other role reaches the policies through the sync trigger: it is
+# not executable by PUBLIC, so a role cannot attach it to a look-alike
+# table of its own and plant a policy on another role's distributed table
+$coord->safe_psql($db, q{
+CREATE ROLE alice LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+});
+my (undef, undef, $plant_err) = $coord->psql($db, q{
+CREATE TABLE alice_lookalike (id int, relid regclass, column_name name, expire_after interval,
+	batch_size int, enabled boolean, ttl_column name, filter text, unit text, action text,
+	soft_delete_column name, rate_limit int, replication_origin boolean);
+CREATE TRIGGER plant AFTER INSERT ON alice_lookalike
+	FOR EACH ROW EXECUTE FUNCTION ttl_index_citus_sync();
+}, extra_params => ['-U', 'alice']);
+like($plant_err, qr/permission denied for function ttl_index_citus_sync/,
+	'a role cannot attach the sync trigger to a table of its own');
+$coord->psql($db, qq{INSERT INTO alice_lookalike VALUES ($id, 'events', 'created_at', '0',
+	NULL, true, NULL, NULL, NULL, 'delete', NULL, NULL, NULL)}, extra_params => ['-U', 'alice']);
+for my $w (@workers)
+{
+	is($w->safe_psql($db, qq{SELECT expire_after FROM ttl_index_citus_policy WHERE id = $id}),
+		'01:00:00', 'worker ' . $w->name . ' still has the owner\'s policy, unchanged');
+}
+is($coord->safe_psql($db, 'SELECT count(*) FROM events'), '30', 'and the live rows are all there');
+$coord->safe_psql($db, 'DROP TABLE IF EXISTS alice_lookalike; REVOKE CREATE ON SCHEMA public FROM alice; DROP ROLE alice');
+
 # ---- rows inserted already expired are found (Citus writes shards past
 # the hooks that note writes: the workers look every max_sleep)
 expire('events', 6000);

@@ -1,0 +1,192 @@
+# Tenants: one role's code, settings and statements never stop another
+# role's purge, and no role reaches a database it has no rights on.
+#
+#  1. A role with LOGIN and no rights on a database cannot evict its
+#     worker: DROP DATABASE, ALTER DATABASE ... RENAME and CREATE DATABASE
+#     ... TEMPLATE that PostgreSQL refuses leave the worker running.  The
+#     owner's DROP DATABASE still gets it out of the way.
+#  2. alice's role settings reach her code only where they change what her
+#     SQL means: exit_on_error and application_name do not, so a row her
+#     trigger refuses is held (the worker lives on) and bob's policy in the
+#     same database is purged.  A superuser reading ttl_index_stats or
+#     calling ttl_runner() is not disconnected.
+#  3. alice's trigger that turns on exit_on_error itself and fails ends the
+#     worker once: the next worker rests her policy, says why in
+#     ttl_index_stats, and purges bob's.
+#  4. alice's trigger that sleeps: ttl_index.batch_timeout cancels the
+#     batch, her policy rests and says why, bob's is purged meanwhile; one
+#     that catches the cancel and sleeps on ends the worker at the second
+#     deadline, and the next worker rests her policy.
+#
+# Every wait is for a state (a row count, a pid, a counter).
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use TtlIndex;
+
+my $node = TtlIndex::node('tenants', 'ttl_index.error_delay = 1',
+	'ttl_index.batch_timeout = 2s');
+$node->safe_psql('postgres', q{
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+CREATE ROLE mallory LOGIN;
+CREATE DATABASE victim OWNER bob;
+CREATE DATABASE app;
+});
+sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
+
+# --- 1. evictions only for statements that pass the privilege checks ----
+
+sql('victim', 'CREATE EXTENSION ttl_index');
+TtlIndex::wait_worker($node, 'victim');
+my $pid = TtlIndex::worker_pid($node, 'victim');
+for my $stmt ('DROP DATABASE victim', 'ALTER DATABASE victim RENAME TO gone',
+	'CREATE DATABASE copy TEMPLATE victim')
+{
+	my ($ret, $out, $err) = $node->psql('postgres', $stmt,
+		extra_params => ['-U', 'mallory']);
+	isnt($ret, 0, "mallory's $stmt is refused");
+	like($err, qr/must be owner|permission denied/, '... by PostgreSQL\'s own check');
+}
+is(TtlIndex::worker_pid($node, 'victim'), $pid,
+	'and the worker of victim was never asked to leave');
+is(sql('victim', "SELECT state FROM ttl_index_databases WHERE datname = 'victim'"),
+	'running', 'nor kept out');
+# the owner's DROP DATABASE goes through, the worker out of its way
+sql('postgres', 'ALTER ROLE bob CREATEDB');
+my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE victim',
+	extra_params => ['-U', 'bob']);
+is($ret, 0, "the owner's DROP DATABASE evicts the worker and succeeds") or diag($err);
+
+# --- 2. alice's role settings stay with her code -------------------------
+
+sql('app', q{
+CREATE EXTENSION ttl_index;
+CREATE SCHEMA a AUTHORIZATION alice;
+CREATE SCHEMA b AUTHORIZATION bob;
+CREATE TABLE public.settings_seen (exit_on_error text, application_name text, tenant text);
+GRANT INSERT ON public.settings_seen TO alice;
+ALTER ROLE alice SET exit_on_error = on;
+ALTER ROLE alice SET application_name = 'alice_app';
+ALTER ROLE alice SET app.tenant = 'alice';
+});
+sql('app', q{
+SET ROLE alice;
+CREATE TABLE a.t (id int, ts timestamptz NOT NULL);
+CREATE FUNCTION a.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.settings_seen VALUES (current_setting('exit_on_error'),
+		current_setting('application_name'), current_setting('app.tenant', true));
+	IF OLD.id = 1 THEN
+		RAISE EXCEPTION 'row 1 is on hold';
+	END IF;
+	RETURN OLD;
+END $$;
+CREATE TRIGGER refuse BEFORE DELETE ON a.t FOR EACH ROW EXECUTE FUNCTION a.refuse();
+SELECT ttl_create_index('a.t', 'ts', 60);
+RESET ROLE;
+SET ROLE bob;
+CREATE TABLE b.t (id int, ts timestamptz NOT NULL);
+SELECT ttl_create_index('b.t', 'ts', 60);
+});
+TtlIndex::wait_worker($node, 'app');
+$pid = TtlIndex::worker_pid($node, 'app');
+sql('app', q{
+INSERT INTO a.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g;
+INSERT INTO b.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g;
+});
+TtlIndex::wait_is($node, 'app', 'SELECT (SELECT count(*) FROM a.t) || \' \' || (SELECT count(*) FROM b.t)',
+	'1 0', 'alice\'s refused row is held, the others of hers and all of bob\'s are purged', 30);
+is(TtlIndex::worker_pid($node, 'app'), $pid, 'the worker did not end for her exit_on_error');
+is(sql('app', "SELECT count(*) FROM settings_seen WHERE exit_on_error <> 'off' OR application_name = 'alice_app' OR tenant IS DISTINCT FROM 'alice'"),
+	'0', 'her code saw her custom setting, not her exit_on_error nor her application_name');
+is(sql('app', "SELECT application_name FROM pg_stat_activity WHERE pid = $pid"),
+	'ttl_index worker', 'the worker keeps its own application_name');
+# a superuser reading the view or purging is not disconnected by her code
+sql('app', q{
+SET ROLE alice;
+CREATE TABLE a.f (ts timestamptz NOT NULL, d int);
+CREATE FUNCTION a.chk(d int) RETURNS boolean LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN 1 / d > 0; END $$;
+SELECT ttl_create_index('a.f', 'ts', 60, filter => 'a.chk(d)');
+INSERT INTO a.f VALUES (now() - interval '1 hour', 0);
+RESET ROLE;
+});
+is(sql('app', "SELECT lag IS NULL FROM ttl_index_stats WHERE table_name = 'a.f'::regclass"),
+	't', 'the view survives her failing filter');
+($ret, $out, $err) = $node->psql('app', 'SELECT ttl_runner() >= 0');
+is($out, 't', 'and so does a superuser\'s ttl_runner()');
+sql('app', "SELECT ttl_drop_index('a.f', 'ts')");
+
+# --- 3. her code turns exit_on_error on itself ---------------------------
+
+sql('app', q{
+SET ROLE alice;
+CREATE TABLE a.x (ts timestamptz NOT NULL);
+CREATE FUNCTION a.die() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('exit_on_error', 'on', true);
+	RAISE EXCEPTION 'alice ends the worker';
+END $$;
+CREATE TRIGGER die BEFORE DELETE ON a.x FOR EACH ROW EXECUTE FUNCTION a.die();
+SELECT ttl_create_index('a.x', 'ts', 60);
+INSERT INTO a.x VALUES (now() - interval '1 hour');
+});
+TtlIndex::wait_until($node, 'app',
+	"SELECT last_error LIKE 'the worker ended during a batch: alice ends the worker' FROM ttl_index_stats WHERE table_name = 'a.x'::regclass",
+	'the next worker says why alice\'s policy rests', 60);
+sql('app', q{INSERT INTO b.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g});
+TtlIndex::wait_is($node, 'app', 'SELECT count(*) FROM b.t', '0',
+	'and purges bob\'s table', 30);
+sql('app', "SELECT ttl_drop_index('a.x', 'ts')");
+
+# --- 4. her code does not end ---------------------------------------------
+
+sql('app', q{
+SET ROLE alice;
+CREATE TABLE a.slow (ts timestamptz NOT NULL);
+CREATE FUNCTION a.sleep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_sleep(3600);
+	RETURN OLD;
+END $$;
+CREATE TRIGGER sleep BEFORE DELETE ON a.slow FOR EACH ROW EXECUTE FUNCTION a.sleep();
+SELECT ttl_create_index('a.slow', 'ts', 60);
+INSERT INTO a.slow VALUES (now() - interval '1 hour');
+});
+TtlIndex::wait_until($node, 'app',
+	"SELECT last_error LIKE 'the batch ran past ttl_index.batch_timeout%' FROM ttl_index_stats WHERE table_name = 'a.slow'::regclass",
+	'her sleeping batch is canceled at ttl_index.batch_timeout, and says so', 60);
+sql('app', q{INSERT INTO b.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g});
+TtlIndex::wait_is($node, 'app', 'SELECT count(*) FROM b.t', '0',
+	'bob\'s rows are purged meanwhile', 60);
+is(sql('app', 'SELECT count(*) FROM a.slow'), '1', 'her row stays');
+
+# ... and one that catches the cancel and sleeps on
+$pid = TtlIndex::worker_pid($node, 'app');
+sql('app', q{
+SET ROLE alice;
+CREATE OR REPLACE FUNCTION a.sleep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	LOOP
+		BEGIN
+			PERFORM pg_sleep(3600);
+		EXCEPTION WHEN query_canceled THEN
+			NULL;
+		END;
+	END LOOP;
+END $$;
+});
+TtlIndex::wait_until($node, 'app',
+	"SELECT last_error LIKE 'the worker ended during a batch: the batch ran past ttl_index.batch_timeout and went on when canceled' FROM ttl_index_stats WHERE table_name = 'a.slow'::regclass",
+	'one that catches the cancel ends the worker at the second deadline, and the next says why', 90);
+isnt(TtlIndex::worker_pid($node, 'app'), $pid, 'a new worker runs');
+sql('app', q{INSERT INTO b.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g});
+TtlIndex::wait_is($node, 'app', 'SELECT count(*) FROM b.t', '0',
+	'and purges bob\'s rows', 60);
+
+$node->stop;
+done_testing();

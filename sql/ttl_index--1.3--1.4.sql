@@ -5,6 +5,12 @@
 
 \echo Use "ALTER EXTENSION ttl_index UPDATE TO '1.4'" to load this file. \quit
 
+-- A policy on a timestamp or date key reads it in a time zone of its own:
+-- the one its writers use (expiry.c).  NULL for other keys.  Carried to
+-- the Citus nodes with the rest of the policy.
+ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN time_zone text;
+ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN time_zone text;
+
 -- The trigger functions of the catalog.  PostgreSQL checks EXECUTE on a
 -- trigger function when a trigger is created, not when it fires: revoked
 -- from PUBLIC, no other role can attach them to a table of its own.  Each
@@ -76,7 +82,7 @@ BEGIN
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin
+			   NEW.replication_origin, NEW.time_zone
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		 WHERE c.oid = NEW.relid;
@@ -140,6 +146,12 @@ DECLARE
 	attnum		int2;
 	clamped		text;
 	n			integer := 0;
+	-- pg_ttl_index's worker read wall-clock columns in the zone its
+	-- session took: this database's (and the bootstrap superuser's)
+	-- TimeZone setting, else the server's
+	zone		text := @extschema@.ttl_index_login_time_zone(NULL, NULL);
+	local		boolean;
+	said		text;
 BEGIN
 	IF source IS NULL THEN
 		RAISE EXCEPTION 'source must not be null'
@@ -207,10 +219,18 @@ BEGIN
 		peer_made := coalesce(r.index_created_by_extension,
 							  r.index_name LIKE 'idx\_ttl\_%');
 
+		-- a timestamp or date column: read in the zone the peer read it in
+		local := (SELECT coalesce(nullif(t.typbasetype, 0), t.oid)
+						 IN ('pg_catalog.timestamp'::regtype, 'pg_catalog.date'::regtype)
+					FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+				   WHERE a.attrelid = rel AND a.attname = column_name);
+		said := concat_ws('; ', clamped,
+						  CASE WHEN local THEN format('read in time zone %s, as pg_ttl_index''s worker did', zone) END);
+
 		IF dry_run THEN
 			status := CASE WHEN paused THEN 'would import, paused' ELSE 'would import' END;
-			IF clamped IS NOT NULL THEN
-				status := status || ' (' || clamped || ')';
+			IF said <> '' THEN
+				status := status || ' (' || said || ')';
 			END IF;
 			RETURN NEXT;
 			CONTINUE;
@@ -219,13 +239,14 @@ BEGIN
 		BEGIN
 			policy_id := @extschema@.ttl_create_index(rel, column_name, secs,
 													  batch_size => batch_size,
-													  soft_delete_column => soft_delete_column);
+													  soft_delete_column => soft_delete_column,
+													  time_zone => CASE WHEN local THEN zone END);
 			IF paused THEN
 				PERFORM @extschema@.ttl_pause(rel, column_name);
 			END IF;
 			status := CASE WHEN paused THEN 'imported, paused' ELSE 'imported' END;
-			IF clamped IS NOT NULL THEN
-				status := status || ' (' || clamped || ')';
+			IF said <> '' THEN
+				status := status || ' (' || said || ')';
 			END IF;
 		EXCEPTION WHEN OTHERS THEN
 			policy_id := NULL;
@@ -312,6 +333,9 @@ DECLARE
 	span_text	text;
 	n_months	int;
 	found_one	boolean;
+	zone		text;
+	zone_arg	text;
+	rel			regclass;
 	ident		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)';
 	qname		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*))?';
 	now_fn		constant text :=
@@ -405,14 +429,43 @@ BEGIN
 				IF database IS NOT NULL AND database <> current_database() THEN
 					note := format('run the call in database %s. ', database) || note;
 				END IF;
+				-- a timestamp or date column is read in the zone the job's
+				-- session had: its role's and database's TimeZone setting
+				zone := @extschema@.ttl_index_login_time_zone(
+					coalesce(database, current_database()), coalesce(j->>'username', current_user));
+				zone_arg := '';
+				-- the table as the job named it, from its default search_path
+				-- ("$user", public) when unqualified
+				rel := NULL;
+				IF database IS NULL OR database = current_database() THEN
+					IF array_length(tab, 1) > 1 THEN
+						rel := to_regclass(tab_text);
+					ELSE
+						rel := coalesce(to_regclass(quote_ident(coalesce(j->>'username', current_user)) || '.' || quote_ident(tab[1])),
+										to_regclass('public.' || quote_ident(tab[1])));
+					END IF;
+				END IF;
+				IF rel IS NOT NULL AND zone IS NOT NULL THEN
+					IF (SELECT coalesce(nullif(t.typbasetype, 0), t.oid)
+								 IN ('pg_catalog.timestamp'::regtype, 'pg_catalog.date'::regtype)
+						  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+						 WHERE a.attrelid = rel AND a.attname = col AND NOT a.attisdropped) THEN
+						zone_arg := format(', time_zone => %L', zone);
+						note := format('the job read %s in time zone %s, its session''s; so does the policy. ',
+									   col, zone) || note;
+					END IF;
+				ELSIF zone IS NOT NULL THEN
+					note := format('if %s is a timestamp or date column, add time_zone => %L, the zone the job''s session read it in. ',
+								   col, zone) || note;
+				END IF;
 				IF rest IS NULL THEN
-					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L);',
-									   tab_text, col, span_text);
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L%s);',
+									   tab_text, col, span_text, zone_arg);
 				ELSE
 					note := 'the job deletes only the rows that also match its other conditions, '
 							'which the call makes the policy''s filter. ' || note;
-					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L, filter => %L);',
-									   tab_text, col, span_text, rest);
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L, filter => %L%s);',
+									   tab_text, col, span_text, rest, zone_arg);
 				END IF;
 			EXCEPTION WHEN OTHERS THEN
 				ttl_call := NULL;
@@ -496,3 +549,183 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- The server's TimeZone, as the configuration says (the launcher reads it;
+-- not the calling session's): the zone a wall-clock policy without one of
+-- its own reads its rows in, and the one 1.3 read them all in.
+CREATE FUNCTION @extschema@.ttl_index_server_time_zone()
+RETURNS text
+AS 'MODULE_PATHNAME', 'ttl_index_server_time_zone'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_server_time_zone() IS
+	'the server''s TimeZone, as the configuration says';
+
+-- The zone a session of a role in a database starts with (import.c): what
+-- a former job or worker read its rows in.
+CREATE FUNCTION @extschema@.ttl_index_login_time_zone(database name, role name)
+RETURNS text
+AS 'MODULE_PATHNAME', 'ttl_index_login_time_zone'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_login_time_zone(name, name) IS
+	'the TimeZone a session of a role opened in a database starts with (NULL: this database, the bootstrap superuser)';
+
+-- Policies that exist keep today's meaning: the zone the worker reads them
+-- in today, the configuration's TimeZone.  Said once.
+DO $$
+DECLARE
+	zone	text := @extschema@.ttl_index_server_time_zone();
+	n		integer;
+BEGIN
+	WITH RECURSIVE base(oid, base) AS (
+		SELECT t.oid, t.oid FROM pg_catalog.pg_type t WHERE t.typtype <> 'd'
+		UNION ALL
+		SELECT d.oid, b.base FROM pg_catalog.pg_type d JOIN base b ON d.typbasetype = b.oid
+		 WHERE d.typtype = 'd')
+	UPDATE @extschema@.ttl_index_policy p SET time_zone = zone
+	  FROM pg_catalog.pg_attribute a, base b
+	 WHERE a.attrelid = p.relid AND a.attnum = p.attnum AND b.oid = a.atttypid
+	   AND p.unit IS NULL
+	   AND b.base IN ('pg_catalog.timestamp'::pg_catalog.regtype, 'pg_catalog.date'::pg_catalog.regtype);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	-- a WARNING: an extension script's notices are not shown
+	IF n = 1 THEN
+		RAISE WARNING 'ttl_index: the policy on a timestamp or date column reads its rows in time zone %, the server''s, as before', zone
+			USING HINT = 'Where a table''s writers use another zone, give it with ttl_create_index(..., time_zone => ''...'').';
+	ELSIF n > 1 THEN
+		RAISE WARNING 'ttl_index: the % policies on timestamp or date columns read their rows in time zone %, the server''s, as before', n, zone
+			USING HINT = 'Where a table''s writers use another zone, give it with ttl_create_index(..., time_zone => ''...'').';
+	END IF;
+END
+$$;
+
+-- ttl_create_index gains time_zone (the last argument of each form).
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean);
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean);
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean);
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after interval DEFAULT '0',
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index'
+LANGUAGE C;
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after bigint,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_seconds'
+LANGUAGE C;
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after text,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_text'
+LANGUAGE C;
+
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+	'create or change the TTL policy of a table column; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
+
+-- ttl_index_stats shows each policy's time zone (NULL: not a timestamp or
+-- date key).
+CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
+	WITH cluster AS MATERIALIZED (
+		SELECT n.policy_id,
+			   sum(n.rows_deleted)::bigint AS rows_deleted,
+			   sum(n.errors)::bigint AS errors,
+			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
+				  FILTER (WHERE n.last_error IS NOT NULL))[1] AS last_error,
+			   max(n.last_run) AS last_run,
+			   max(n.lag) AS lag,
+			   sum(n.expired_estimate)::bigint AS expired_estimate,
+			   bool_or(n.falling_behind) AS falling_behind
+		  FROM @extschema@.ttl_index_citus_nodes() n
+		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m
+						JOIN @extschema@.ttl_index_policy q ON q.id = m.id)
+		   AND n.reachable
+		 GROUP BY n.policy_id)
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   coalesce(p.batch_size,
+					pg_catalog.current_setting('ttl_index.batch_size', true)::integer)
+			 AS batch_size,
+		   p.enabled,
+		   coalesce(c.rows_deleted, s.rows_deleted, 0) AS rows_deleted,
+		   coalesce(s.batches, 0) AS batches,
+		   coalesce(s.passes, 0) AS passes,
+		   coalesce(s.rows_skipped_locked, 0) AS rows_skipped_locked,
+		   coalesce(s.skipped_locked, 0) AS skipped_locked,
+		   coalesce(c.errors, s.errors, 0) AS errors,
+		   coalesce(c.last_error, s.last_error) AS last_error,
+		   s.last_error_at,
+		   coalesce(c.last_run, s.last_run) AS last_run,
+		   coalesce(s.time_spent, interval '0') AS time_spent,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.lag ELSE s.lag END AS lag,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.expired_estimate ELSE s.expired_estimate END AS expired_estimate,
+		   s.next_expiry,
+		   s.stats_reset,
+		   NOT p.enabled AS paused,
+		   p.ttl_column,
+		   p.filter,
+		   p.unit,
+		   p.action,
+		   p.archive_table,
+		   p.soft_delete_column,
+		   p.rate_limit,
+		   coalesce(s.rows_archived, 0) AS rows_archived,
+		   coalesce(s.rows_soft_deleted, 0) AS rows_soft_deleted,
+		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
+		   coalesce(s.rows_held, 0) AS rows_held,
+		   s.last_error_sqlstate,
+		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
+		   p.replication_origin,
+		   coalesce(s.expiry_rate, 0) AS expiry_rate,
+		   coalesce(s.delete_rate, 0) AS delete_rate,
+		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind,
+		   p.time_zone
+	  FROM @extschema@.ttl_index_policy p
+	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
+	  LEFT JOIN cluster c ON c.policy_id = p.id;
+

@@ -44,6 +44,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "pgtime.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -341,6 +342,7 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_ARCHIVE_TABLE	9
 #define TTL_ARG_RATE_LIMIT		10
 #define TTL_ARG_REPLICATION_ORIGIN	11
+#define TTL_ARG_TIME_ZONE		12
 
 /*
  * ttl_api_options
@@ -379,6 +381,7 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 	policy->replication_origin = ttl_api_arg_null(fcinfo, TTL_ARG_REPLICATION_ORIGIN) ? -1 :
 		PG_GETARG_BOOL(TTL_ARG_REPLICATION_ORIGIN) ? 1 : 0;
 	policy->soft_column = ttl_api_text_arg(fcinfo, TTL_ARG_SOFT_COLUMN);
+	policy->time_zone = ttl_api_text_arg(fcinfo, TTL_ARG_TIME_ZONE);
 	policy->archive_relid = ttl_api_arg_null(fcinfo, TTL_ARG_ARCHIVE_TABLE) ?
 		InvalidOid : PG_GETARG_OID(TTL_ARG_ARCHIVE_TABLE);
 	*action = ttl_api_text_arg(fcinfo, TTL_ARG_ACTION);
@@ -492,11 +495,73 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("these options of ttl_create_index need version 1.2 of the extension"),
 				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+	if (policy->time_zone != NULL && !ttl_catalog_has_zone())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the time_zone option of ttl_create_index needs version 1.4 of the extension"),
+				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
 	if (policy->replication_origin >= 0 && !ttl_catalog_has_origin())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the replication_origin option of ttl_create_index needs version 1.3 of the extension"),
 				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+}
+
+/*
+ * ttl_api_time_zone
+ *		The zone a policy on a timestamp or date key reads it in (expiry.c):
+ *		time_zone if given, else the TimeZone of the session that makes
+ *		the policy, which is the zone its writers use when they are the
+ *		application running its migrations, or the database's and role's
+ *		for a session opened by psql.  Said in a NOTICE when it is not the
+ *		server's.  Stored as PostgreSQL names the zone.  A key of another
+ *		type is an instant (or a number of seconds) and has none: a
+ *		time_zone for it is refused.
+ */
+static void
+ttl_api_time_zone(Relation rel, TtlPolicy *policy)
+{
+	Oid			keytype = getBaseType(TupleDescAttr(RelationGetDescr(rel),
+													policy->attnum - 1)->atttypid);
+	const char *server;
+	const char *zone;
+	bool		given = policy->time_zone != NULL;
+
+	if (!ttl_key_is_local(keytype, policy->unit_ns))
+	{
+		if (policy->time_zone != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time_zone is only for a timestamp or date column"),
+					 errdetail("Column \"%s\" is of type %s: its values are %s, read in no time zone.",
+							   policy->column_name, format_type_be(keytype),
+							   policy->unit_ns != 0 ? "numbers of units since the Unix epoch" :
+							   "instants")));
+		return;
+	}
+	if (!ttl_catalog_has_zone())
+		return;
+	if (policy->time_zone != NULL)
+	{
+		if (!ttl_zone_valid(policy->time_zone))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone \"%s\" not recognized", policy->time_zone),
+					 errhint("Use a name of pg_timezone_names, such as 'UTC' or 'Europe/Berlin'.")));
+		zone = pg_get_timezone_name(pg_tzset(policy->time_zone));
+	}
+	else
+		zone = pg_get_timezone_name(session_timezone);
+	policy->time_zone = pstrdup(zone);
+
+	server = ttl_server_zone_name();
+	if (pg_strcasecmp(zone, server) != 0)
+		ereport(NOTICE,
+				(errmsg("column \"%s\" of table \"%s\" is read as wall-clock time in time zone \"%s\", not the server's \"%s\"",
+						policy->column_name, RelationGetRelationName(rel), zone, server),
+				 !given ?
+				 errdetail("It is the time zone of this session, which the policy keeps.") : 0,
+				 errhint("Pass time_zone => '...' for the zone the table's writers use.")));
 }
 
 /*
@@ -531,6 +596,7 @@ ttl_api_policy_columns(Relation rel, TtlPolicy *policy)
 	if (policy->action == TTL_ACTION_ARCHIVE)
 		ttl_api_check_archive(rel, policy->archive_relid);
 	ttl_target_check_types(policy, rel);
+	ttl_api_time_zone(rel, policy);
 	if (ttl_rel_has_delete_rules(rel, policy->action, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -630,18 +696,23 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 {
 	bool		current = ttl_catalog_is_current();
 	bool		has_origin = current && ttl_catalog_has_origin();
-	/* the 1.3 catalog has them all, 1.2 all but the last, 1.0 and 1.1 two */
+	bool		has_zone = has_origin && ttl_catalog_has_zone();
+
+	/*
+	 * the 1.4 catalog has them all, 1.3 all but the last, 1.2 all but the
+	 * last two, 1.0 and 1.1 two
+	 */
 	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
 		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
-	"replication_origin"};
-	Oid			argtypes[12] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
-	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID};
+	"replication_origin", "time_zone"};
+	Oid			argtypes[13] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
 	StringInfoData set;
-	Datum		values[12];
-	char		nulls[12];
+	Datum		values[13];
+	char		nulls[13];
 	NameData	colnamedata;
 	NameData	ttlnamedata;
 	NameData	softnamedata;
@@ -677,9 +748,12 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[10] = policy->rate_limit > 0 ? ' ' : 'n';
 	values[11] = BoolGetDatum(policy->replication_origin > 0);
 	nulls[11] = policy->replication_origin >= 0 ? ' ' : 'n';
+	values[12] = policy->time_zone ? CStringGetTextDatum(policy->time_zone) : (Datum) 0;
+	nulls[12] = policy->time_zone ? ' ' : 'n';
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
-	ncols = has_origin ? lengthof(cols) : current ? lengthof(cols) - 1 : 2;
+	ncols = has_zone ? lengthof(cols) : has_origin ? lengthof(cols) - 1 :
+		current ? lengthof(cols) - 2 : 2;
 	initStringInfo(&insert);
 	initStringInfo(&params);
 	initStringInfo(&set);
@@ -1091,6 +1165,49 @@ ttl_api_check_one(TtlPolicy *p, Relation rel)
 }
 
 /*
+ * ttl_api_zone_follows
+ *		After ALTER TABLE: a column that became timestamp or date takes the
+ *		zone of the session that altered it (as a new policy takes its
+ *		creator's), and one that is no longer has none.
+ */
+static void
+ttl_api_zone_follows(TtlPolicy *p, Relation rel)
+{
+	Oid			keytype;
+	bool		local;
+	Oid			argtypes[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	if (!ttl_catalog_has_zone() || p->attnum <= 0 ||
+		p->attnum > RelationGetNumberOfAttributes(rel))
+		return;
+	keytype = getBaseType(TupleDescAttr(RelationGetDescr(rel), p->attnum - 1)->atttypid);
+	local = ttl_key_is_local(keytype, p->unit_ns);
+	if (local == (p->time_zone != NULL))
+		return;
+	values[0] = Int32GetDatum(p->id);
+	if (local)
+	{
+		const char *zone = pg_get_timezone_name(session_timezone);
+
+		values[1] = CStringGetTextDatum(zone);
+		ereport(NOTICE,
+				(errmsg("column \"%s\" of table \"%s\" is now read as wall-clock time in time zone \"%s\", this session's",
+						p->column_name, RelationGetRelationName(rel), zone),
+				 errhint("Pass time_zone => '...' to ttl_create_index() for the zone the table's writers use.")));
+	}
+	else
+		nulls[1] = 'n';
+	SPI_connect();
+	if (ttl_api_as_extension_owner(psprintf("UPDATE %s SET time_zone = $2 WHERE id = $1",
+											ttl_catalog_relname()),
+								   2, argtypes, values, nulls) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the time zone of TTL policy %d", p->id);
+	SPI_finish();
+}
+
+/*
  * ttl_api_policy_by_id
  *		The policy with this id, or NULL.
  */
@@ -1139,7 +1256,10 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 	if (rel == NULL)
 		PG_RETURN_VOID();
 	if (has_privs_of_role(GetOuterUserId(), rel->rd_rel->relowner))
+	{
 		ttl_api_check_one(p, rel);
+		ttl_api_zone_follows(p, rel);
+	}
 	else
 	{
 		MemoryContext cxt = CurrentMemoryContext;

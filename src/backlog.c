@@ -81,7 +81,8 @@ ttl_backlog_tuples(Oid relid)
  */
 static double
 ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
-							   int64 unit_ns, int64 expire_after, TimestampTz now)
+							   int64 unit_ns, pg_tz *zone, int64 expire_after,
+							   TimestampTz now)
 {
 	int			lo = 0;
 	int			hi = nbounds;
@@ -97,7 +98,7 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (ttl_key_expiry(typid, unit_ns, bounds[mid], expire_after) < now)
+		if (ttl_key_expiry(typid, unit_ns, zone, bounds[mid], expire_after) < now)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -107,8 +108,8 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	if (lo == nbounds)
 		return 1;
 
-	below = ttl_key_expiry(typid, unit_ns, bounds[lo - 1], expire_after);
-	above = ttl_key_expiry(typid, unit_ns, bounds[lo], expire_after);
+	below = ttl_key_expiry(typid, unit_ns, zone, bounds[lo - 1], expire_after);
+	above = ttl_key_expiry(typid, unit_ns, zone, bounds[lo], expire_after);
 	if (!TIMESTAMP_NOT_FINITE(below) && !TIMESTAMP_NOT_FINITE(above) &&
 		above > below)
 		within = (double) (now - below) / (double) (above - below);
@@ -135,6 +136,7 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 	double		mcv_expired = 0;
 	double		hist_fraction = 0;
 	double		selectivity;
+	pg_tz	   *zone = ttl_policy_zone(policy);
 
 	/*
 	 * The column's statistics say nothing of a per-row TTL or a filter, and
@@ -165,7 +167,8 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 		for (int i = 0; i < sslot.nvalues && i < sslot.nnumbers; i++)
 		{
 			mcv_total += sslot.numbers[i];
-			if (ttl_key_expiry(typid, policy->unit_ns, sslot.values[i], policy->expire_after) < now)
+			if (ttl_key_expiry(typid, policy->unit_ns, zone, sslot.values[i],
+							   policy->expire_after) < now)
 				mcv_expired += sslot.numbers[i];
 		}
 		free_attstatsslot(&sslot);
@@ -175,7 +178,7 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 	{
 		hist_fraction = ttl_backlog_histogram_fraction(typid, sslot.values,
 													   sslot.nvalues,
-													   policy->unit_ns,
+													   policy->unit_ns, zone,
 													   policy->expire_after,
 													   now);
 		free_attstatsslot(&sslot);

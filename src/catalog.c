@@ -152,6 +152,21 @@ ttl_catalog_has_origin(void)
 }
 
 /*
+ * ttl_catalog_has_zone
+ *		Whether the policy catalog has the 1.4 column time_zone (not between
+ *		installing this library and ALTER EXTENSION UPDATE: policies then
+ *		read wall-clock keys in the server's zone, as 1.3 did).
+ */
+bool
+ttl_catalog_has_zone(void)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) &&
+		get_attnum(catrelid, "time_zone") != InvalidAttrNumber;
+}
+
+/*
  * ttl_interval_usecs
  *		An expire_after interval as microseconds.  Days count as 24 hours;
  *		months are refused when a policy is created (they have no fixed
@@ -206,6 +221,8 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	p->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 14, &isnull));
 	d = SPI_getbinval(tup, desc, 15, &isnull);
 	p->replication_origin = isnull ? -1 : DatumGetBool(d) ? 1 : 0;
+	d = SPI_getbinval(tup, desc, 16, &isnull);
+	p->time_zone = isnull ? NULL : TextDatumGetCString(d);
 	MemoryContextSwitchTo(old);
 	return p;
 }
@@ -235,16 +252,17 @@ ttl_load_policies(MemoryContext cxt)
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " ttl_column::pg_catalog.text, filter, unit, action,"
 					   " archive_table::pg_catalog.oid, soft_delete_column::pg_catalog.text,"
-					   " coalesce(rate_limit, 0), %s"
+					   " coalesce(rate_limit, 0), %s, %s"
 					   " FROM %s ORDER BY id",
 					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
+					   ttl_catalog_has_zone() ? "time_zone" : "NULL::pg_catalog.text",
 					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
-					   " NULL::pg_catalog.bool"
+					   " NULL::pg_catalog.bool, NULL::pg_catalog.text"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -380,6 +398,7 @@ ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 		a->action == b->action && a->archive_relid == b->archive_relid &&
 		a->rate_limit == b->rate_limit &&
 		a->replication_origin == b->replication_origin &&
+		ttl_str_equal(a->time_zone, b->time_zone) &&
 		ttl_str_equal(a->column_name, b->column_name) &&
 		ttl_str_equal(a->ttl_column, b->ttl_column) &&
 		ttl_str_equal(a->filter, b->filter) &&

@@ -315,13 +315,16 @@ ttl_citus_policies_sql(Oid nsp)
 					" m.expire_after, coalesce(m.batch_size, 0), m.enabled,"
 					" m.ttl_column::pg_catalog.text, m.filter, m.unit, m.action,"
 					" NULL::pg_catalog.oid, m.soft_delete_column::pg_catalog.text,"
-					" coalesce(m.rate_limit, 0), m.replication_origin"
+					" coalesce(m.rate_limit, 0), m.replication_origin, %s"
 					" FROM %s m"
 					" JOIN pg_catalog.pg_namespace n ON n.nspname = m.table_schema"
 					" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = m.table_name"
 					" JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
 					"  AND a.attname = m.column_name AND a.attnum > 0 AND NOT a.attisdropped"
-					" ORDER BY m.id", placement);
+					" ORDER BY m.id",
+					get_attnum(mirror, "time_zone") != InvalidAttrNumber ?
+					"m.time_zone" : "NULL::pg_catalog.text",
+					placement);
 }
 
 /*

@@ -10,7 +10,7 @@
  * expire_after, where the instant is
  *
  *	timestamptz          the value itself
- *	timestamp            the wall-clock value in the server's TimeZone, as
+ *	timestamp            the wall-clock value in the policy's time zone, as
  *	                     PostgreSQL reads it (a time skipped by a change to
  *	                     summer time is read with the offset before the
  *	                     change, a repeated time as its later occurrence)
@@ -18,9 +18,16 @@
  *	int4, int8, numeric, time since 1970-01-01 00:00 UTC in the policy's
  *	float8               unit (s, ms, us or ns); int4 holds seconds only
  *
- * The server's TimeZone is the configuration's (as the launcher publishes
- * it, see owner.c), never the session's: ttl_runner() called with SET
- * TimeZone = 'Asia/Tokyo' deletes what the worker would.
+ * The policy's time zone is the one its writers use, recorded with the
+ * policy (ttl_create_index's time_zone, by default the zone of the session
+ * that made it: catalog.c, api.c).  A timestamp or date means nothing
+ * without it, and no single zone of the server's is every writer's: rows
+ * written in UTC by an application whose server says Europe/Berlin would
+ * be read an hour or two older than they are.  A policy without one (its
+ * column became timestamp since) reads in the server's TimeZone, the
+ * configuration's as the launcher publishes it (owner.c).  Never the
+ * calling session's: ttl_runner() called with SET TimeZone = 'Asia/Tokyo'
+ * deletes what the worker would.
  *
  * The cutoff of a pass that began at `now` is limit = now - expire_after:
  * a row has expired when its instant is before limit.  The btree is in key
@@ -68,13 +75,10 @@
 PG_FUNCTION_INFO_V1(ttl_expires_at_interval);
 PG_FUNCTION_INFO_V1(ttl_expires_at_seconds);
 
-/* the server's zone, looked up again when its name changes */
-static char ServerZoneName[TZ_STRLEN_MAX + 1];
-static pg_tz *ServerZone = NULL;
-
 /*
  * ttl_server_zone_name
- *		The server's TimeZone setting (see the top of the file), palloc'd.
+ *		The server's TimeZone setting (see the top of the file), palloc'd:
+ *		the zone of a wall-clock policy that has none of its own.
  */
 const char *
 ttl_server_zone_name(void)
@@ -83,37 +87,42 @@ ttl_server_zone_name(void)
 }
 
 /*
- * ttl_expiry_refresh_zone
- *		Look the server's zone up again (its setting may have been reloaded).
- *		Called once per pass and per view, not per row.
+ * ttl_zone_valid
+ *		Whether the server knows a time zone by this name (a zone name, a
+ *		POSIX zone or a fixed offset, as the TimeZone setting takes them).
  */
-void
-ttl_expiry_refresh_zone(void)
+bool
+ttl_zone_valid(const char *name)
 {
-	const char *name = ttl_server_zone_name();
-
-	if (ServerZone == NULL || strcmp(name, ServerZoneName) != 0)
-	{
-		pg_tz	   *tz = pg_tzset(name);
-
-		/* a name the server accepted; GMT should it ever fail */
-		if (tz == NULL)
-			tz = pg_tzset("GMT");
-		ServerZone = tz;
-		strlcpy(ServerZoneName, name, sizeof(ServerZoneName));
-	}
+	return name != NULL && name[0] != '\0' && pg_tzset(name) != NULL;
 }
 
 /*
- * ttl_server_zone
- *		The server's time zone, as last looked up.
+ * ttl_policy_zone_name
+ *		The zone a policy reads its wall-clock keys in: its own, or the
+ *		server's when it has none (a column that became timestamp or date
+ *		since, until ttl_create_index gives it one).
  */
-static pg_tz *
-ttl_server_zone(void)
+const char *
+ttl_policy_zone_name(TtlPolicy *policy)
 {
-	if (ServerZone == NULL)
-		ttl_expiry_refresh_zone();
-	return ServerZone;
+	if (policy->time_zone != NULL)
+		return policy->time_zone;
+	return ttl_server_zone_name();
+}
+
+/*
+ * ttl_policy_zone
+ *		The zone of ttl_policy_zone_name, looked up (PostgreSQL keeps the
+ *		zones it has loaded).  A name the server no longer knows reads as
+ *		GMT here; the policy's statement fails on it, saying so.
+ */
+pg_tz *
+ttl_policy_zone(TtlPolicy *policy)
+{
+	pg_tz	   *tz = pg_tzset(ttl_policy_zone_name(policy));
+
+	return tz != NULL ? tz : pg_tzset("GMT");
 }
 
 /*
@@ -151,7 +160,7 @@ ttl_key_type_ok(Oid typid, int64 unit_ns)
 
 /*
  * ttl_key_is_local
- *		Whether keys of this type are wall-clock time in the server's zone.
+ *		Whether keys of this type are wall-clock time in a zone (the policy's).
  */
 bool
 ttl_key_is_local(Oid typid, int64 unit_ns)
@@ -173,12 +182,12 @@ ttl_clamp_timestamp(TimestampTz ts)
 
 /*
  * ttl_local_instant
- *		The instant a wall-clock timestamp denotes in the server's zone, as
+ *		The instant a wall-clock timestamp denotes in the zone, as
  *		PostgreSQL's timestamp-to-timestamptz cast reads it in a session of
  *		that zone.
  */
 static TimestampTz
-ttl_local_instant(Timestamp ts)
+ttl_local_instant(Timestamp ts, pg_tz *zone)
 {
 	struct pg_tm tm;
 	fsec_t		fsec;
@@ -188,17 +197,17 @@ ttl_local_instant(Timestamp ts)
 		return ts;
 	if (timestamp2tm(ts, NULL, &tm, &fsec, NULL, NULL) != 0)
 		return ts < 0 ? DT_NOBEGIN : DT_NOEND;
-	tz = DetermineTimeZoneOffset(&tm, ttl_server_zone());
+	tz = DetermineTimeZoneOffset(&tm, zone);
 	return ttl_clamp_timestamp(ts + (int64) tz * USECS_PER_SEC);
 }
 
 /*
  * ttl_instant_local
- *		An instant as wall-clock time in the server's zone: the
+ *		An instant as wall-clock time in the zone: the
  *		timestamptz-to-timestamp cast in a session of that zone.
  */
 static Timestamp
-ttl_instant_local(TimestampTz t)
+ttl_instant_local(TimestampTz t, pg_tz *zone)
 {
 	struct pg_tm tm;
 	fsec_t		fsec;
@@ -207,7 +216,7 @@ ttl_instant_local(TimestampTz t)
 
 	if (TIMESTAMP_NOT_FINITE(t))
 		return t;
-	if (timestamp2tm(t, &tz, &tm, &fsec, NULL, ttl_server_zone()) != 0 ||
+	if (timestamp2tm(t, &tz, &tm, &fsec, NULL, zone) != 0 ||
 		tm2timestamp(&tm, fsec, NULL, &result) != 0)
 		return t < 0 ? DT_NOBEGIN : DT_NOEND;
 	return result;
@@ -215,12 +224,12 @@ ttl_instant_local(TimestampTz t)
 
 /*
  * ttl_zone_change_near
- *		Whether the server's zone changes its UTC offset within
+ *		Whether the zone changes its UTC offset within
  *		TTL_ZONE_MARGIN_SECS of the instant; if so, *min_gmtoff is the
  *		smallest offset (seconds east) in effect around it.
  */
 static bool
-ttl_zone_change_near(TimestampTz t, long *min_gmtoff)
+ttl_zone_change_near(TimestampTz t, pg_tz *zone, long *min_gmtoff)
 {
 	pg_time_t	from;
 	pg_time_t	until;
@@ -241,7 +250,7 @@ ttl_zone_change_near(TimestampTz t, long *min_gmtoff)
 	{
 		if (pg_next_dst_boundary(&from, &before_gmtoff, &before_isdst,
 								 &boundary, &after_gmtoff, &after_isdst,
-								 ttl_server_zone()) != 1 ||
+								 zone) != 1 ||
 			boundary > until)
 			break;
 		near = true;
@@ -336,8 +345,8 @@ ttl_epoch_cutoff(Oid typid, int64 unit_ns, TimestampTz limit)
  *		By-reference bounds (numeric) are palloc'd in the current context.
  */
 void
-ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after,
-				   TtlCutoff *cutoff)
+ttl_cutoff_compute(Oid typid, int64 unit_ns, pg_tz *zone, TimestampTz now,
+				   int64 expire_after, TtlCutoff *cutoff)
 {
 	TimestampTz limit;
 	Timestamp	local;
@@ -364,11 +373,10 @@ ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now, int64 expire_after
 	if (typid != TIMESTAMPOID && typid != DATEOID)
 		elog(ERROR, "unsupported TTL key type %u", typid);
 
-	/* wall-clock keys */
-	ttl_expiry_refresh_zone();
-	local = ttl_instant_local(limit);
+	/* wall-clock keys, in the policy's zone */
+	local = ttl_instant_local(limit, zone);
 	safe = local;
-	if (ttl_zone_change_near(limit, &min_gmtoff))
+	if (ttl_zone_change_near(limit, zone, &min_gmtoff))
 	{
 		cutoff->recheck = true;
 		safe = Min(local, ttl_clamp_timestamp(limit + (int64) min_gmtoff * USECS_PER_SEC));
@@ -436,7 +444,7 @@ ttl_epoch_instant(Oid typid, int64 unit_ns, Datum key)
  *		The instant a key denotes (see the top of the file).
  */
 static TimestampTz
-ttl_key_instant(Oid typid, int64 unit_ns, Datum key)
+ttl_key_instant(Oid typid, int64 unit_ns, pg_tz *zone, Datum key)
 {
 	if (unit_ns != 0)
 		return ttl_epoch_instant(typid, unit_ns, key);
@@ -445,7 +453,7 @@ ttl_key_instant(Oid typid, int64 unit_ns, Datum key)
 		case TIMESTAMPTZOID:
 			return DatumGetTimestampTz(key);
 		case TIMESTAMPOID:
-			return ttl_local_instant(DatumGetTimestamp(key));
+			return ttl_local_instant(DatumGetTimestamp(key), zone);
 		case DATEOID:
 			{
 				DateADT		day = DatumGetDateADT(key);
@@ -458,7 +466,7 @@ ttl_key_instant(Oid typid, int64 unit_ns, Datum key)
 					return DT_NOEND;
 				if (day < (DATETIME_MIN_JULIAN - POSTGRES_EPOCH_JDATE))
 					return DT_NOBEGIN;
-				return ttl_local_instant((Timestamp) day * USECS_PER_DAY);
+				return ttl_local_instant((Timestamp) day * USECS_PER_DAY, zone);
 			}
 		default:
 			elog(ERROR, "unsupported TTL key type %u", typid);
@@ -472,9 +480,10 @@ ttl_key_instant(Oid typid, int64 unit_ns, Datum key)
  *		before the limit.  Needed only when cutoff->recheck says so.
  */
 bool
-ttl_key_expired(Oid typid, int64 unit_ns, Datum key, const TtlCutoff *cutoff)
+ttl_key_expired(Oid typid, int64 unit_ns, pg_tz *zone, Datum key,
+				const TtlCutoff *cutoff)
 {
-	TimestampTz t = ttl_key_instant(typid, unit_ns, key);
+	TimestampTz t = ttl_key_instant(typid, unit_ns, zone, key);
 
 	return !TIMESTAMP_IS_NOEND(t) && t < cutoff->limit;
 }
@@ -485,9 +494,10 @@ ttl_key_expired(Oid typid, int64 unit_ns, Datum key, const TtlCutoff *cutoff)
  *		DT_NOEND (never) or DT_NOBEGIN (always).
  */
 TimestampTz
-ttl_key_expiry(Oid typid, int64 unit_ns, Datum key, int64 expire_after)
+ttl_key_expiry(Oid typid, int64 unit_ns, pg_tz *zone, Datum key,
+			   int64 expire_after)
 {
-	TimestampTz ts = ttl_key_instant(typid, unit_ns, key);
+	TimestampTz ts = ttl_key_instant(typid, unit_ns, zone, key);
 
 	if (TIMESTAMP_NOT_FINITE(ts))
 		return ts;

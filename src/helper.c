@@ -109,8 +109,8 @@ ttl_helpers_start(TtlPolicy *policy, TtlPass *pass)
 	if (t == NULL || t->parallel || !ttl_helpers_wanted(policy, pass))
 		return;
 
-	ttl_cutoff_compute(t->keytype, policy->unit_ns, pass->now,
-					   policy->expire_after, &cutoff);
+	ttl_cutoff_compute(t->keytype, policy->unit_ns, ttl_policy_zone(policy),
+					   pass->now, policy->expire_after, &cutoff);
 	if (!ttl_key_ordinal(t->keytype, pass->split_from, &lo) ||
 		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;

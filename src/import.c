@@ -4,7 +4,8 @@
  *	  What the importers read without running anyone's code: the rows of a
  *	  copy of pg_ttl_index's ttl_index_table (for ttl_import_pg_ttl_index()),
  *	  and the time zone a former job or worker read its rows in (for the
- *	  importer and ttl_from_cron()).
+ *	  importer and ttl_from_cron()), or the server's (for the update from
+ *	  1.3, which keeps what the worker read them in).
  *
  * Reading a table that another role owns can run that role's code as the
  * reader: a cast to json or an output function of a type of theirs, a
@@ -47,6 +48,7 @@
 
 PG_FUNCTION_INFO_V1(ttl_index_read_pg_ttl_index);
 PG_FUNCTION_INFO_V1(ttl_index_login_time_zone);
+PG_FUNCTION_INFO_V1(ttl_index_server_time_zone);
 
 /* the columns of pg_ttl_index's ttl_index_table we read, in output order */
 typedef enum TtlImportCol
@@ -292,4 +294,16 @@ ttl_index_login_time_zone(PG_FUNCTION_ARGS)
 	if (!OidIsValid(dboid) || !OidIsValid(roleid))
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(ttl_login_setting(dboid, roleid, "TimeZone")));
+}
+
+/*
+ * ttl_index_server_time_zone() returns text
+ *		The server's TimeZone, as the configuration says (expiry.c): the
+ *		zone a wall-clock policy without one of its own reads its rows in,
+ *		and the one the update from 1.3 gives the policies that exist.
+ */
+Datum
+ttl_index_server_time_zone(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(ttl_server_zone_name()));
 }

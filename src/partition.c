@@ -258,8 +258,8 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	}
 
 	PushActiveSnapshot(GetTransactionSnapshot());
-	ttl_cutoff_compute(getBaseType(key->parttypid[0]), policy->unit_ns, now,
-					   policy->expire_after, &cutoff);
+	ttl_cutoff_compute(getBaseType(key->parttypid[0]), policy->unit_ns,
+					   ttl_policy_zone(policy), now, policy->expire_after, &cutoff);
 	desc = RelationGetPartitionDesc(rel, true);
 	for (int i = 0; i < desc->nparts; i++)
 	{

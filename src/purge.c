@@ -77,6 +77,7 @@
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgtime.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -111,6 +112,7 @@ typedef struct TtlBatch
 	Relation	parent;			/* the policy's table, when the target is one
 								 * of its partitions or children */
 	bool		via_parent;		/* the statement runs on parent (statement.c) */
+	pg_tz	   *zone;			/* the policy's, for wall-clock keys */
 	Relation	irel;
 	bool		as_owner;
 	TtlOwnerSave save;
@@ -310,6 +312,7 @@ ttl_batch_begin(TtlBatch *b)
 	TtlTarget  *t = b->target;
 
 	INSTR_TIME_SET_CURRENT(b->start);
+	b->zone = ttl_policy_zone(b->policy);
 
 	/*
 	 * A partition or child of the policy's table is purged as the owner's
@@ -377,7 +380,7 @@ ttl_batch_begin(TtlBatch *b)
 	ttl_batch_check_rights(b);
 	b->via_parent = b->parent != NULL && ttl_batch_via_parent(b);
 
-	ttl_cutoff_compute(t->keytype, b->policy->unit_ns, b->pass->now,
+	ttl_cutoff_compute(t->keytype, b->policy->unit_ns, b->zone, b->pass->now,
 					   b->policy->expire_after, &b->cutoff);
 	if (t->filter != NULL)
 	{
@@ -727,7 +730,7 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 	if (ttl_held_skip(pass->held, t->relid, &slot->tts_tid, xmin, now))
 		return false;			/* held back after failing on its own */
 	if (b->cutoff.recheck && !isnull &&
-		!ttl_key_expired(t->keytype, policy->unit_ns, key, &b->cutoff))
+		!ttl_key_expired(t->keytype, policy->unit_ns, b->zone, key, &b->cutoff))
 		return false;			/* wall-clock key near a change of offset */
 
 	/* the filter is the owner's code: say which row it failed on */

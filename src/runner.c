@@ -273,7 +273,6 @@ ttl_runner(PG_FUNCTION_ARGS)
 				 errmsg("ttl_runner() cannot be called inside a purge"),
 				 errdetail("A trigger, rule or function that a purge runs called it.")));
 	ttl_targets_init();
-	ttl_expiry_refresh_zone();
 	policies = ttl_load_policies(CurrentMemoryContext);
 	ttl_stats_defer(true);
 	foreach(lc, policies)

@@ -25,8 +25,8 @@
  *
  * $1 is tid[], $2 the cutoff (the bound in the key's type, or for
  * wall-clock keys the limit as timestamptz, compared with the key's instant
- * in the server's zone), $3 expire_after as an interval of microseconds,
- * $4 the server's TimeZone.  Triggers, foreign-key actions, rules and
+ * in the policy's zone), $3 expire_after as an interval of microseconds,
+ * $4 the policy's time zone.  Triggers, foreign-key actions, rules and
  * row-level security then behave exactly as for the owner's own statement.
  *
  * Foreign keys.  A row that a NO ACTION or RESTRICT foreign key still
@@ -166,7 +166,7 @@ ttl_statement_expired_sql(TtlPolicy *policy, TtlTarget *t)
  * ttl_statement_expiry_sql
  *		The instant the row expires, as a value of the soft-delete column's
  *		type: timestamptz as is, timestamp and date as wall-clock time in
- *		the server's zone.
+ *		the policy's zone.
  */
 static char *
 ttl_statement_expiry_sql(TtlPolicy *policy, TtlTarget *t, Oid softtype)
@@ -636,7 +636,7 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 	params->params[1].value = ttl_key_is_local(t->keytype, policy->unit_ns) ?
 		TimestampTzGetDatum(cutoff->limit) : cutoff->bound;
 	params->params[2].value = IntervalPGetDatum(span);
-	params->params[3].value = CStringGetTextDatum(ttl_server_zone_name());
+	params->params[3].value = CStringGetTextDatum(ttl_policy_zone_name(policy));
 	for (int i = 0; i < TTL_STATEMENT_NPARAMS; i++)
 	{
 		params->params[i].isnull = false;

@@ -152,6 +152,9 @@ typedef struct TtlPolicy
 									 * ttl_index.replication_origin */
 	bool		citus_copy;		/* this node's copy of a coordinator's policy
 								 * on a distributed table (citus.c) */
+	char	   *time_zone;		/* wall-clock keys are read in it (expiry.c);
+								 * NULL: not a wall-clock key, or the
+								 * server's zone */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
@@ -159,6 +162,7 @@ extern Oid	ttl_catalog_namespace(bool missing_ok);
 extern char *ttl_catalog_relname(void);
 extern bool ttl_catalog_is_current(void);
 extern bool ttl_catalog_has_origin(void);
+extern bool ttl_catalog_has_zone(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
@@ -234,16 +238,19 @@ typedef struct TtlCutoff
 extern int64 ttl_unit_parse(const char *unit);
 extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
 extern bool ttl_key_is_local(Oid typid, int64 unit_ns);
-extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, TimestampTz now,
-							   int64 expire_after, TtlCutoff *cutoff);
+extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, struct pg_tz *zone,
+							   TimestampTz now, int64 expire_after,
+							   TtlCutoff *cutoff);
 extern bool ttl_key_ordinal(Oid typid, Datum key, int64 *ordinal);
 extern Datum ttl_key_from_ordinal(Oid typid, int64 ordinal);
-extern bool ttl_key_expired(Oid typid, int64 unit_ns, Datum key,
-							const TtlCutoff *cutoff);
-extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, Datum key,
-								  int64 expire_after);
+extern bool ttl_key_expired(Oid typid, int64 unit_ns, struct pg_tz *zone,
+							Datum key, const TtlCutoff *cutoff);
+extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, struct pg_tz *zone,
+								  Datum key, int64 expire_after);
 extern const char *ttl_server_zone_name(void);
-extern void ttl_expiry_refresh_zone(void);
+extern bool ttl_zone_valid(const char *name);
+extern const char *ttl_policy_zone_name(TtlPolicy *policy);
+extern struct pg_tz *ttl_policy_zone(TtlPolicy *policy);
 
 /* ----------
  * Filters (filter.c)

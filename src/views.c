@@ -132,7 +132,6 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			 natts);
 
 	ttl_targets_init();
-	ttl_expiry_refresh_zone();
 	policies = ttl_load_policies(CurrentMemoryContext);
 
 	foreach(lc, policies)

@@ -239,6 +239,7 @@ ttl_worker_entry_new(TtlPolicy *p)
 	e->policy.ttl_column = p->ttl_column ? pstrdup(p->ttl_column) : NULL;
 	e->policy.filter = p->filter ? pstrdup(p->filter) : NULL;
 	e->policy.soft_column = p->soft_column ? pstrdup(p->soft_column) : NULL;
+	e->policy.time_zone = p->time_zone ? pstrdup(p->time_zone) : NULL;
 	e->held = ttl_held_create(cxt);
 	MemoryContextSwitchTo(old);
 	return e;
@@ -944,9 +945,10 @@ ttl_worker_leave_if_asked(void)
 		proc_exit(0);
 	if (ttl_slot_turn_over())
 	{
+		/* outside a transaction: no catalog look-up, the OID */
 		ereport(DEBUG1,
-				(errmsg_internal("ttl_index worker of database \"%s\" ends its turn",
-								 get_database_name(MyDatabaseId))));
+				(errmsg_internal("ttl_index worker of database %u ends its turn",
+								 MyDatabaseId)));
 		proc_exit(0);
 	}
 }

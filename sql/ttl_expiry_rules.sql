@@ -248,6 +248,43 @@ SELECT count(*) AS new_indexes FROM pg_index i JOIN pg_class c ON c.oid = i.indr
 	JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'rules' AND i.indexrelid NOT IN (SELECT indexrelid FROM indexes_before);
 
+-- A timestamp or date key is read in the policy's time zone: by default
+-- the zone of the session that makes the policy (here Asia/Kolkata, where
+-- the rows are written), or time_zone; ttl_runner() from a session in
+-- another zone purges as that zone says.  (Notices name the server's zone,
+-- which is this session's here: not shown.)
+SET client_min_messages = warning;
+SET TimeZone = 'Asia/Kolkata';
+CREATE TABLE rules.wall (ts timestamp NOT NULL, what text);
+INSERT INTO rules.wall VALUES (localtimestamp - interval '30 minutes', 'young'),
+	(localtimestamp - interval '2 hours', 'old');
+SELECT ttl_create_index('rules.wall', 'ts', 3600) > 0 AS ok;
+CREATE TABLE rules.days (day date NOT NULL);
+SELECT ttl_create_index('rules.days', 'day', interval '1 day', time_zone => 'europe/paris') > 0 AS ok;
+RESET client_min_messages;
+SELECT table_name, time_zone FROM ttl_index_stats
+ WHERE table_name IN ('rules.wall'::regclass, 'rules.days'::regclass) ORDER BY policy_id;
+SET TimeZone = 'America/Anchorage';
+SELECT ttl_runner() >= 1 AS purged;
+SELECT what FROM rules.wall;
+-- bad zones, and a zone for a key that has none: refused, nothing changed
+SELECT ttl_create_index('rules.wall', 'ts', 3600, time_zone => 'Mars/Olympus_Mons');
+SELECT ttl_create_index('rules.wall', 'ts', 3600, time_zone => '');
+CREATE TABLE rules.instants (ts timestamptz NOT NULL);
+SELECT ttl_create_index('rules.instants', 'ts', 3600, time_zone => 'UTC');
+CREATE TABLE rules.epochs (t bigint NOT NULL);
+SELECT ttl_create_index('rules.epochs', 't', 3600, unit => 's', time_zone => 'UTC');
+SELECT table_name, time_zone FROM ttl_index_stats
+ WHERE table_name IN ('rules.wall'::regclass, 'rules.days'::regclass,
+					  'rules.instants'::regclass, 'rules.epochs'::regclass) ORDER BY policy_id;
+-- changed in place, like the TTL
+SET client_min_messages = warning;
+SELECT ttl_create_index('rules.wall', 'ts', 3600, time_zone => 'UTC') > 0 AS ok;
+RESET client_min_messages;
+SELECT time_zone FROM ttl_index_stats WHERE table_name = 'rules.wall'::regclass;
+RESET TimeZone;
+SELECT ttl_drop_index('rules.wall', 'ts'), ttl_drop_index('rules.days', 'day');
+
 -- dropping a policy drops the expression or partial index it made
 SELECT ttl_drop_index('rules.msgs', 'created_at'), ttl_drop_index('rules.jobs', 'finished_at');
 SELECT count(*) AS left_indexes FROM pg_index

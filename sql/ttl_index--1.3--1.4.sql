@@ -11,6 +11,25 @@
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN time_zone text;
 ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN time_zone text;
 
+-- The functions a policy's filter calls, as regprocedure (filter.c): the
+-- stored text is parsed again by every reader, and must call these, not a
+-- better-matching overload created since.  pg_dump writes them as
+-- signatures, which a restore resolves exactly.  The Citus nodes get them
+-- as text, resolved on each node.
+ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN filter_functions regprocedure[];
+ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN filter_functions text[];
+
+CREATE FUNCTION @extschema@.ttl_index_filter_functions(table_name regclass, filter text)
+RETURNS regprocedure[]
+AS 'MODULE_PATHNAME', 'ttl_index_filter_functions'
+LANGUAGE C STRICT;
+
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_filter_functions(regclass, text) FROM PUBLIC;
+
+UPDATE @extschema@.ttl_index_policy
+   SET filter_functions = CASE WHEN filter IS NULL THEN '{}'
+							   ELSE @extschema@.ttl_index_filter_functions(relid, filter) END;
+
 -- The trigger functions of the catalog.  PostgreSQL checks EXECUTE on a
 -- trigger function when a trigger is created, not when it fires: revoked
 -- from PUBLIC, no other role can attach them to a table of its own.  Each
@@ -82,7 +101,7 @@ BEGIN
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin, NEW.time_zone
+			   NEW.replication_origin, NEW.time_zone, NEW.filter_functions::text[]
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		 WHERE c.oid = NEW.relid;
@@ -152,11 +171,16 @@ DECLARE
 	zone		text := @extschema@.ttl_index_login_time_zone(NULL, NULL);
 	local		boolean;
 	said		text;
+	copy_owner	oid;
 BEGIN
 	IF source IS NULL THEN
 		RAISE EXCEPTION 'source must not be null'
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
+	-- the copy decides which tables get which TTL: only those of its
+	-- owner's, so that a role's copy imported by a superuser reaches no
+	-- other role's table
+	copy_owner := (SELECT c.relowner FROM pg_class c WHERE c.oid = source);
 	FOR r IN SELECT s.*
 			   FROM @extschema@.ttl_index_read_pg_ttl_index(source) s
 			  ORDER BY s.schema_name, s.table_name, s.column_name
@@ -197,6 +221,13 @@ BEGIN
 			CONTINUE;
 		END IF;
 		table_name := rel::text;
+		IF NOT pg_has_role(copy_owner, (SELECT c.relowner FROM pg_class c WHERE c.oid = rel), 'USAGE') THEN
+			status := 'skipped: the copy''s owner does not own the table';
+			RAISE WARNING 'pg_ttl_index policy on % skipped: the owner of % does not own it',
+				table_name, source;
+			RETURN NEXT;
+			CONTINUE;
+		END IF;
 		IF NOT EXISTS (SELECT 1 FROM pg_attribute a
 						WHERE a.attrelid = rel AND a.attname = column_name
 						  AND a.attnum > 0 AND NOT a.attisdropped) THEN
@@ -207,7 +238,8 @@ BEGIN
 			CONTINUE;
 		END IF;
 
-		-- the peer's index, and whether the peer made it (2.x: by its name)
+		-- the peer's index, and whether the peer made it (2.x: by its name);
+		-- an index of another table is none of this policy's
 		peer_index := NULL;
 		IF r.index_name IS NOT NULL THEN
 			peer_index := to_regclass(quote_ident(
@@ -215,6 +247,10 @@ BEGIN
 						 (SELECT nspname FROM pg_namespace nsp
 							JOIN pg_class c ON c.relnamespace = nsp.oid
 						   WHERE c.oid = rel))) || '.' || quote_ident(r.index_name));
+			IF NOT EXISTS (SELECT 1 FROM pg_index i
+							WHERE i.indexrelid = peer_index AND i.indrelid = rel) THEN
+				peer_index := NULL;
+			END IF;
 		END IF;
 		peer_made := coalesce(r.index_created_by_extension,
 							  r.index_name LIKE 'idx\_ttl\_%');

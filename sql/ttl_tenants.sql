@@ -268,6 +268,8 @@ INSERT INTO ten.copy VALUES ('ten.imported', 'ts', 60, 2000000, true, ROW(1));
 CREATE INDEX copy_spy ON ten.copy (expire_after_seconds) WHERE ten.spy_immutable();
 GRANT SELECT ON ten.copy TO ttl_t_owner;
 RESET ROLE;
+-- handed over to the table's owner (a copy names only its owner's tables)
+ALTER TABLE ten.copy OWNER TO ttl_t_owner;
 TRUNCATE ten.seen;
 SELECT table_name, column_name, expire_after, batch_size, status
   FROM ttl_import_pg_ttl_index('ten.copy', dry_run => true);
@@ -278,6 +280,7 @@ SELECT table_name, batch_size, status FROM ttl_import_pg_ttl_index('ten.copy');
 RESET ROLE;
 -- row-level security on the copy that applies to the reader: refused,
 -- rather than run its policies as the reader
+ALTER TABLE ten.copy OWNER TO ttl_t_other;
 SET ROLE ttl_t_other;
 ALTER TABLE ten.copy ENABLE ROW LEVEL SECURITY;
 CREATE POLICY spy ON ten.copy USING (ten.spy());
@@ -291,6 +294,101 @@ SELECT * FROM ttl_import_pg_ttl_index('ten.copy2');
 -- an empty copy imports nothing, and says so
 CREATE TABLE ten.copy3 (table_name text, column_name text, expire_after_seconds integer);
 SELECT * FROM ttl_import_pg_ttl_index('ten.copy3');
+
+-- a copy another role owns names only tables of that role: the owner of
+-- ten.ledger did not write it, so its table keeps no policy and its index
+-- stays its own
+CREATE TABLE ten.ledger (id int, ts timestamptz NOT NULL);
+CREATE UNIQUE INDEX ledger_uq ON ten.ledger (ts, id);
+ALTER TABLE ten.ledger OWNER TO ttl_t_owner;
+SET ROLE ttl_t_other;
+CREATE TABLE ten.copy4 (schema_name text, table_name text, column_name text,
+						expire_after_seconds bigint, index_name text,
+						index_created_by_extension boolean);
+INSERT INTO ten.copy4 VALUES ('ten', 'ledger', 'ts', 1, 'ledger_uq', true);
+RESET ROLE;
+SELECT table_name, status FROM ttl_import_pg_ttl_index('ten.copy4');
+SELECT count(*) AS ledger_policies FROM ttl_index_policy WHERE relid = 'ten.ledger'::regclass;
+SELECT obj_description('ten.ledger_uq'::regclass, 'pg_class') AS ledger_uq_comment;
+
+-- The policies above rest: the runner's warnings below are the sections'
+SELECT count(ttl_pause(relid::regclass, column_name)) > 0 AS paused FROM ttl_index_policy;
+
+-- A function another role creates after the policy, matching the
+-- filter's call better than the one it was made with, is not run: the
+-- batch fails, saying so, and the rows wait
+SET ROLE ttl_t_owner;
+CREATE FUNCTION ten.present(v anyelement) RETURNS boolean LANGUAGE sql IMMUTABLE
+	AS $$ SELECT v IS NOT NULL $$;
+CREATE TABLE ten.visits (ts timestamptz NOT NULL, tag varchar(10));
+INSERT INTO ten.visits SELECT now() - interval '3 days', 't' FROM generate_series(1, 3);
+SELECT ttl_create_index('ten.visits', 'ts', 3600, filter => 'ten.present(tag)') > 0 AS ok;
+SET ROLE ttl_t_other;
+CREATE FUNCTION ten.present(v varchar) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	INSERT INTO ten.seen VALUES (current_user);
+	RETURN true;
+END $$;
+RESET ROLE;
+TRUNCATE ten.seen;
+SELECT ttl_runner();
+SELECT count(*) AS visits_left, (SELECT count(*) FROM ten.seen) AS code_run FROM ten.visits;
+-- once that function is gone, the rows go
+SET ROLE ttl_t_other;
+DROP FUNCTION ten.present(varchar);
+RESET ROLE;
+SELECT ttl_runner();
+SELECT count(*) AS visits_left FROM ten.visits;
+
+-- The statement calls the extension's own ttl_expires_at(), whatever
+-- another role adds beside it taking the row's own types
+SET ROLE ttl_t_owner;
+CREATE TABLE ten.tokens (issued timestamptz NOT NULL, ttl integer NOT NULL);
+INSERT INTO ten.tokens SELECT now() - interval '2 hours', 60 FROM generate_series(1, 3);
+SELECT ttl_create_index('ten.tokens', 'issued', ttl_column => 'ttl') > 0 AS ok;
+RESET ROLE;
+GRANT CREATE ON SCHEMA public TO ttl_t_other;
+SET ROLE ttl_t_other;
+CREATE FUNCTION public.ttl_expires_at(base timestamptz, ttl integer) RETURNS timestamptz
+	LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	INSERT INTO ten.seen VALUES (current_user);
+	RETURN base;
+END $$;
+RESET ROLE;
+TRUNCATE ten.seen;
+SELECT ttl_runner();
+SELECT count(*) AS tokens_left, (SELECT count(*) FROM ten.seen) AS code_run FROM ten.tokens;
+DROP FUNCTION public.ttl_expires_at(timestamptz, integer);
+REVOKE CREATE ON SCHEMA public FROM ttl_t_other;
+
+-- An index whose text shows the cast explicitly (as pg_dump writes it, and
+-- as ALTER COLUMN ... TYPE rebuilds it) is the policy's index
+SET ROLE ttl_t_owner;
+CREATE TABLE ten.tokens2 (issued timestamptz NOT NULL, ttl smallint NOT NULL);
+CREATE INDEX tokens2_exp ON ten.tokens2 (ttl_expires_at(issued, (ttl)::bigint));
+SELECT ttl_create_index('ten.tokens2', 'issued', ttl_column => 'ttl') > 0 AS ok;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ten.tokens2'::regclass;
+ALTER TABLE ten.tokens2 ALTER COLUMN ttl TYPE integer;
+INSERT INTO ten.tokens2 SELECT now() - interval '2 hours', 60 FROM generate_series(1, 3);
+RESET ROLE;
+SELECT ttl_runner();
+SELECT count(*) AS tokens2_left FROM ten.tokens2;
+
+-- A parent's owner does not drop the indexes of a child another role owns
+-- (here the child's own TTL index)
+SET ROLE ttl_t_other;
+CREATE TABLE ten.child (ts timestamptz NOT NULL, extra text);
+SELECT ttl_create_index('ten.child', 'ts', 3600) > 0 AS ok;
+RESET ROLE;
+CREATE TABLE ten.parent (ts timestamptz NOT NULL);
+ALTER TABLE ten.parent OWNER TO ttl_t_owner;
+ALTER TABLE ten.child INHERIT ten.parent;
+SET ROLE ttl_t_owner;
+SELECT ttl_create_index('ten.parent', 'ts', 7200) > 0 AS ok;
+SELECT ttl_drop_index('ten.parent', 'ts');
+RESET ROLE;
+SELECT indexrelid::regclass AS child_index FROM pg_index WHERE indrelid = 'ten.child'::regclass;
 
 SET client_min_messages = warning;
 DROP SCHEMA ten CASCADE;

@@ -72,6 +72,7 @@ PG_FUNCTION_INFO_V1(ttl_pause);
 PG_FUNCTION_INFO_V1(ttl_resume);
 PG_FUNCTION_INFO_V1(ttl_index_check_policy);
 PG_FUNCTION_INFO_V1(ttl_index_archive_dropped);
+PG_FUNCTION_INFO_V1(ttl_index_filter_functions);
 
 /*
  * ttl_api_require
@@ -606,9 +607,25 @@ ttl_api_policy_columns(Relation rel, TtlPolicy *policy)
 				 errdetail("The rule would replace what the policy does to expired rows, which would then never be removed."),
 				 errhint("Drop the rule first.")));
 
-	/* the filter, parsed and checked as the caller, stored as deparsed */
+	/*
+	 * The filter, parsed and checked as the caller, stored as deparsed, with
+	 * the functions it calls (filter.c).  The stored text, parsed again as
+	 * every later reader will, must call those.
+	 */
+	policy->filter_funcs_known = true;
+	policy->nfilter_funcs = 0;
 	if (policy->filter != NULL)
-		policy->filter = ttl_filter_deparse(rel, ttl_filter_parse(rel, policy->filter, false));
+	{
+		Node	   *expr = ttl_filter_parse(rel, policy->filter, false);
+		List	   *funcs = ttl_filter_functions(expr);
+		ListCell   *lc;
+
+		policy->filter = ttl_filter_deparse(rel, expr);
+		policy->filter_funcs = palloc(sizeof(Oid) * Max(list_length(funcs), 1));
+		foreach(lc, funcs)
+			policy->filter_funcs[policy->nfilter_funcs++] = lfirst_oid(lc);
+		ttl_filter_check_functions(ttl_filter_parse(rel, policy->filter, true), policy, NIL);
+	}
 }
 
 /*
@@ -652,7 +669,9 @@ ttl_api_index_one(TtlPolicy *policy, Oid relid)
 		indexoid = InvalidOid;
 	}
 	created = ttl_created_index(relid, t->attnum);
-	if (OidIsValid(created) && created != indexoid)
+	/* a child another role owns: its indexes are that role's to drop */
+	if (OidIsValid(created) && created != indexoid &&
+		ttl_rel_ownercheck(relid, GetUserId()))
 	{
 		ttl_drop_created(created);
 		CommandCounterIncrement();
@@ -699,20 +718,22 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	bool		has_zone = has_origin && ttl_catalog_has_zone();
 
 	/*
-	 * the 1.4 catalog has them all, 1.3 all but the last, 1.2 all but the
-	 * last two, 1.0 and 1.1 two
+	 * the 1.4 catalog has them all, 1.3 all but the last two, 1.2 all but
+	 * the last three, 1.0 and 1.1 two
 	 */
 	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
 		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
-	"replication_origin", "time_zone"};
-	Oid			argtypes[13] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
-	TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID};
+	"replication_origin", "time_zone", "filter_functions"};
+	Oid			argtypes[14] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+		TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID,
+	REGPROCEDUREARRAYOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
 	StringInfoData set;
-	Datum		values[13];
-	char		nulls[13];
+	Datum		values[14];
+	char		nulls[14];
+	Datum	   *funcs;
 	NameData	colnamedata;
 	NameData	ttlnamedata;
 	NameData	softnamedata;
@@ -750,10 +771,15 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[11] = policy->replication_origin >= 0 ? ' ' : 'n';
 	values[12] = policy->time_zone ? CStringGetTextDatum(policy->time_zone) : (Datum) 0;
 	nulls[12] = policy->time_zone ? ' ' : 'n';
+	funcs = palloc(sizeof(Datum) * Max(policy->nfilter_funcs, 1));
+	for (int i = 0; i < policy->nfilter_funcs; i++)
+		funcs[i] = ObjectIdGetDatum(policy->filter_funcs[i]);
+	values[13] = PointerGetDatum(construct_array(funcs, policy->nfilter_funcs, REGPROCEDUREOID,
+												 sizeof(Oid), true, TYPALIGN_INT));
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
-	ncols = has_zone ? lengthof(cols) : has_origin ? lengthof(cols) - 1 :
-		current ? lengthof(cols) - 2 : 2;
+	ncols = has_zone ? lengthof(cols) : has_origin ? lengthof(cols) - 2 :
+		current ? lengthof(cols) - 3 : 2;
 	initStringInfo(&insert);
 	initStringInfo(&params);
 	initStringInfo(&set);
@@ -926,6 +952,9 @@ ttl_api_drop_created(Relation rel, AttrNumber attnum)
 
 		if (a == InvalidAttrNumber ||
 			(table != relid && get_rel_relkind(table) != RELKIND_RELATION))
+			continue;
+		/* a child another role owns: its indexes are that role's to drop */
+		if (table != relid && !ttl_rel_ownercheck(table, GetUserId()))
 			continue;
 		created = ttl_created_index(table, a);
 		if (OidIsValid(created))
@@ -1312,4 +1341,30 @@ ttl_index_archive_dropped(PG_FUNCTION_ARGS)
 	if (p->enabled)
 		ttl_api_pause_policy(p, "its archive table was dropped");
 	PG_RETURN_VOID();
+}
+
+/*
+ * ttl_index_filter_functions(table regclass, filter text) returns regprocedure[]
+ *		The functions a stored filter calls on the table (filter.c), for the
+ *		update from 1.3 to record them for the policies it finds.  Parses
+ *		in the parse environment; evaluates nothing.
+ */
+Datum
+ttl_index_filter_functions(PG_FUNCTION_ARGS)
+{
+	Relation	rel = try_relation_open(PG_GETARG_OID(0), AccessShareLock);
+	List	   *funcs;
+	Datum	   *elems;
+	int			n = 0;
+	ListCell   *lc;
+
+	if (rel == NULL)
+		PG_RETURN_NULL();
+	funcs = ttl_filter_functions(ttl_filter_parse(rel, text_to_cstring(PG_GETARG_TEXT_PP(1)), true));
+	relation_close(rel, AccessShareLock);
+	elems = palloc(sizeof(Datum) * Max(list_length(funcs), 1));
+	foreach(lc, funcs)
+		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, REGPROCEDUREOID, sizeof(Oid),
+										  true, TYPALIGN_INT));
 }

@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog/pg_publication.h"
+#include "utils/array.h"
 #include "executor/spi.h"
 #include "storage/proc.h"
 
@@ -223,6 +224,19 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	p->replication_origin = isnull ? -1 : DatumGetBool(d) ? 1 : 0;
 	d = SPI_getbinval(tup, desc, 16, &isnull);
 	p->time_zone = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 17, &isnull);
+	p->filter_funcs_known = !isnull;
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *enulls;
+
+		deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true,
+						  TYPALIGN_INT, &elems, &enulls, &p->nfilter_funcs);
+		p->filter_funcs = palloc(sizeof(Oid) * Max(p->nfilter_funcs, 1));
+		for (int i = 0; i < p->nfilter_funcs; i++)
+			p->filter_funcs[i] = enulls[i] ? InvalidOid : DatumGetObjectId(elems[i]);
+	}
 	MemoryContextSwitchTo(old);
 	return p;
 }
@@ -255,14 +269,16 @@ ttl_load_policies(MemoryContext cxt)
 					   " coalesce(rate_limit, 0), %s, %s"
 					   " FROM %s ORDER BY id",
 					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
-					   ttl_catalog_has_zone() ? "time_zone" : "NULL::pg_catalog.text",
+					   ttl_catalog_has_zone() ?
+					   "time_zone, filter_functions::pg_catalog.oid[]" :
+					   "NULL::pg_catalog.text, NULL::pg_catalog.oid[]",
 					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
-					   " NULL::pg_catalog.bool, NULL::pg_catalog.text"
+					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.oid[]"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -399,6 +415,10 @@ ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 		a->rate_limit == b->rate_limit &&
 		a->replication_origin == b->replication_origin &&
 		ttl_str_equal(a->time_zone, b->time_zone) &&
+		a->filter_funcs_known == b->filter_funcs_known &&
+		a->nfilter_funcs == b->nfilter_funcs &&
+		(a->nfilter_funcs == 0 ||
+		 memcmp(a->filter_funcs, b->filter_funcs, sizeof(Oid) * a->nfilter_funcs) == 0) &&
 		ttl_str_equal(a->column_name, b->column_name) &&
 		ttl_str_equal(a->ttl_column, b->ttl_column) &&
 		ttl_str_equal(a->filter, b->filter) &&

@@ -18,6 +18,7 @@
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -39,6 +40,8 @@
 	object_ownercheck(DatabaseRelationId, (dboid), (roleid))
 #define ttl_namespace_aclcheck(nspoid, roleid, mode) \
 	object_aclcheck(NamespaceRelationId, (nspoid), (roleid), (mode))
+#define ttl_extension_ownercheck(extoid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extoid), (roleid))
 #else
 #define ttl_rel_ownercheck(relid, roleid) \
 	pg_class_ownercheck((relid), (roleid))
@@ -46,6 +49,8 @@
 	pg_database_ownercheck((dboid), (roleid))
 #define ttl_namespace_aclcheck(nspoid, roleid, mode) \
 	pg_namespace_aclcheck((nspoid), (roleid), (mode))
+#define ttl_extension_ownercheck(extoid, roleid) \
+	pg_extension_ownercheck((extoid), (roleid))
 #endif
 
 /*

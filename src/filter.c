@@ -13,6 +13,16 @@
  * ...), so the stored text means the same thing whoever's session reads it,
  * and a caller's search_path can never slip its own operator in.
  *
+ * Text is parsed again, and overloads resolve again: a function created
+ * since that matches the arguments better (a polymorphic function's
+ * sibling of the exact type, in a schema other roles can create in) would
+ * be called in its place, as the table's owner.  So the functions a filter
+ * calls (operators by their functions) are recorded with the policy, as
+ * regprocedure, which pg_dump writes as signatures and a restore resolves
+ * exactly, and every later parse of the filter, alone or in the executor
+ * path's statement (statement.c), must call those and no others
+ * (ttl_filter_check_functions): otherwise the batch fails, saying so.
+ *
  * Parsing runs no user code (it resolves names and types; constants are
  * read by the types' input functions); nothing here folds or evaluates the
  * expression.  Evaluation happens in purge.c and probe.c, as the owner.
@@ -23,7 +33,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/dependency.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "commands/extension.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_collate.h"
@@ -32,6 +47,8 @@
 #include "parser/parser.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
@@ -157,6 +174,76 @@ ttl_filter_parse(Relation rel, const char *filter, bool stored)
 	free_parsestate(pstate);
 	ttl_parse_env_leave(nestlevel);
 	return expr;
+}
+
+/* check_functions_in_node callback: collect every function */
+static bool
+ttl_filter_collect(Oid funcid, void *context)
+{
+	List	  **list = (List **) context;
+
+	*list = list_append_unique_oid(*list, funcid);
+	return false;
+}
+
+static bool
+ttl_filter_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	(void) check_functions_in_node(node, ttl_filter_collect, context);
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, ttl_filter_walker, context, 0);
+	return expression_tree_walker(node, ttl_filter_walker, context);
+}
+
+/*
+ * ttl_filter_functions
+ *		The functions an expression (or a Query) calls, operators by their
+ *		functions, each once, as a list of OIDs.
+ */
+List *
+ttl_filter_functions(Node *expr)
+{
+	List	   *funcs = NIL;
+
+	fix_opfuncids(expr);
+	(void) ttl_filter_walker(expr, &funcs);
+	return funcs;
+}
+
+/*
+ * ttl_filter_check_functions
+ *		Raise an error when an expression calls a function that is neither
+ *		one of `recorded` (a policy's filter's, see the top of the file) nor
+ *		one of `also`; functions of pg_catalog (which other roles cannot
+ *		create in) and of the extension itself always pass.
+ */
+void
+ttl_filter_check_functions(Node *expr, TtlPolicy *policy, List *also)
+{
+	Oid			ext = get_extension_oid(TTL_EXTENSION_NAME, true);
+	ListCell   *lc;
+
+	if (!policy->filter_funcs_known)
+		return;
+	foreach(lc, ttl_filter_functions(expr))
+	{
+		Oid			funcid = lfirst_oid(lc);
+		bool		known = list_member_oid(also, funcid) ||
+			get_func_namespace(funcid) == PG_CATALOG_NAMESPACE ||
+			(OidIsValid(ext) && getExtensionOfObject(ProcedureRelationId, funcid) == ext);
+
+		for (int i = 0; !known && i < policy->nfilter_funcs; i++)
+			known = policy->filter_funcs[i] == funcid;
+		if (!known)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("the filter of the policy on column \"%s\" now calls %s, which it did not call when it was made",
+							policy->column_name, format_procedure_qualified(funcid)),
+					 errdetail("A function created since matches its arguments better than the one it called."),
+					 errhint("Make the policy again with ttl_create_index() if that function is the one meant.")));
+	}
 }
 
 /*

@@ -47,6 +47,7 @@
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -384,12 +385,23 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 		foreach(lc, ((DropStmt *) parsetree)->objects)
 		{
-			if (strcmp(strVal(lfirst(lc)), TTL_EXTENSION_NAME) == 0)
-			{
-				/* the worker re-reads at commit, and leaves */
-				ttl_wake_at_commit();
-				drop_later = ttl_drop_created_indexes();
-			}
+			Oid			extoid;
+
+			if (strcmp(strVal(lfirst(lc)), TTL_EXTENSION_NAME) != 0)
+				continue;
+
+			/*
+			 * Only for the extension's owner, and only where it is
+			 * installed: a role that PostgreSQL is about to refuse must not
+			 * lock the tables of the policies first, nor wake the launcher
+			 * for nothing.
+			 */
+			extoid = get_extension_oid(TTL_EXTENSION_NAME, true);
+			if (!OidIsValid(extoid) || !ttl_extension_ownercheck(extoid, GetUserId()))
+				continue;
+			/* the worker re-reads at commit, and leaves */
+			ttl_wake_at_commit();
+			drop_later = ttl_drop_created_indexes();
 		}
 	}
 	else if (IsA(parsetree, TransactionStmt) &&

@@ -34,6 +34,8 @@
 
 #include <signal.h>
 
+#include "access/twophase.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
@@ -652,6 +654,25 @@ ttl_slot_batch_end(TtlPass *pass)
 }
 
 /*
+ * ttl_clip_copy
+ *		Copy a message into a fixed buffer of shared memory, cut at a
+ *		character's boundary in the database's encoding (a message cut in
+ *		the middle of a character would make the views fail for readers in
+ *		another client encoding).
+ */
+void
+ttl_clip_copy(char *dst, const char *src, Size size)
+{
+	int			len;
+
+	if (src == NULL)
+		src = "";
+	len = pg_mbcliplen(src, strlen(src), size - 1);
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+/*
  * ttl_slot_record_death
  *		The worker is ending with a FATAL error during a batch of this policy
  *		(worker.c): leave it for the worker that replaces it.  Called from
@@ -670,7 +691,7 @@ ttl_slot_record_death(int32 policy_id, int sqlerrcode, const char *message)
 		MySlot->death_count = 1;
 	MySlot->death_policy = policy_id;
 	MySlot->death_code = sqlerrcode;
-	strlcpy(MySlot->death_message, message ? message : "", sizeof(MySlot->death_message));
+	ttl_clip_copy(MySlot->death_message, message, sizeof(MySlot->death_message));
 	LWLockRelease(SlotsLock);
 }
 

@@ -71,6 +71,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/params.h"
+#include "parser/analyze.h"
 #include "parser/parser.h"
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
@@ -227,7 +228,7 @@ ttl_statement_operator_sql(Oid opno)
  *		current user (the owner) may read; "" when there is none.
  */
 static char *
-ttl_statement_fk_sql(Relation rel)
+ttl_statement_fk_sql(Relation rel, List **funcs)
 {
 	StringInfoData buf;
 	Relation	conrel;
@@ -307,6 +308,7 @@ ttl_statement_fk_sql(Relation rel)
 							 quote_identifier(fkcol),
 							 ttl_statement_operator_sql(pfeqop[i]),
 							 quote_identifier(pkcol));
+			*funcs = lappend_oid(*funcs, get_opcode(pfeqop[i]));
 		}
 		appendStringInfo(&buf, " AND NOT EXISTS (SELECT FROM ONLY %s AS ttl_c WHERE %s)",
 						 child, cond.data);
@@ -327,7 +329,7 @@ ttl_statement_fk_sql(Relation rel)
  *		environment, where it is parsed again.
  */
 static char *
-ttl_statement_partition_sql(Relation rel, Relation parent)
+ttl_statement_partition_sql(Relation rel, Relation parent, List **funcs)
 {
 	Expr	   *qual = get_rel_relispartition(RelationGetRelid(rel)) ?
 		get_partition_qual_relid(RelationGetRelid(rel)) : NULL;
@@ -339,6 +341,7 @@ ttl_statement_partition_sql(Relation rel, Relation parent)
 	if (qual == NULL)
 		return sql;
 	mapped = map_partition_varattnos(list_make1(qual), 1, parent, rel);
+	*funcs = list_concat(*funcs, ttl_filter_functions((Node *) mapped));
 	nestlevel = ttl_parse_env_enter();
 	sql = psprintf("%s AND (%s)", sql,
 				   deparse_expression((Node *) linitial(mapped),
@@ -362,14 +365,14 @@ ttl_statement_partition_sql(Relation rel, Relation parent)
  */
 char *
 ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
-				  bool via_parent, bool precheck)
+				  bool via_parent, bool precheck, List **funcs)
 {
 	char	   *relname = via_parent ?
 		ttl_qualified_relname(RelationGetRelid(parent)) :
 		psprintf("ONLY %s", ttl_qualified_relname(t->relid));
 	Relation	colrel = parent != NULL ? parent : rel;
 	char	   *fk = precheck && policy->action != TTL_ACTION_SOFT_DELETE ?
-		ttl_statement_fk_sql(rel) : "";
+		ttl_statement_fk_sql(rel, funcs) : "";
 	char	   *where;
 
 	/* the subqueries of the foreign-key clauses name the table ttl_t */
@@ -379,7 +382,7 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 					 ttl_statement_expired_sql(policy, t),
 					 t->filter_sql ? " AND " : "",
 					 t->filter_sql ? t->filter_sql : "",
-					 via_parent ? ttl_statement_partition_sql(rel, parent) : "",
+					 via_parent ? ttl_statement_partition_sql(rel, parent, funcs) : "",
 					 fk);
 
 	switch (policy->action)
@@ -464,10 +467,12 @@ ttl_statement_error_callback(void *arg)
  *		Refuses a table whose rule replaces the statement (DO INSTEAD).
  */
 static List *
-ttl_statement_analyze(const char *sql, Oid *types, const char *relname)
+ttl_statement_analyze(TtlPolicy *policy, const char *sql, Oid *types,
+					  const char *relname, List *funcs)
 {
 	List	   *raw;
 	List	   *queries;
+	Query	   *query;
 	ListCell   *lc;
 	bool		original = false;
 	int			nestlevel = ttl_parse_env_enter();
@@ -480,8 +485,18 @@ ttl_statement_analyze(const char *sql, Oid *types, const char *relname)
 	raw = pg_parse_query(sql);
 	if (list_length(raw) != 1)
 		elog(ERROR, "unexpected purge statement: %s", sql);
-	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, raw), sql,
-												 types, TTL_STATEMENT_NPARAMS, NULL);
+	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql,
+									  types, TTL_STATEMENT_NPARAMS, NULL);
+
+	/*
+	 * The statement calls what the policy was made with, and what its own
+	 * parts name (the foreign keys' operators, the partition constraint),
+	 * nothing that resolves otherwise since (filter.c).  Checked before the
+	 * rewriter adds the table's rules and row-level security policies,
+	 * which are the owner's own.
+	 */
+	ttl_filter_check_functions((Node *) query, policy, funcs);
+	queries = pg_rewrite_query(query);
 	error_context_stack = errcallback.previous;
 	ttl_parse_env_leave(nestlevel);
 
@@ -511,11 +526,12 @@ void
 ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel)
 {
 	Oid			types[TTL_STATEMENT_NPARAMS];
-	char	   *sql = ttl_statement_sql(policy, t, rel, NULL, false, false);
+	List	   *funcs = NIL;
+	char	   *sql = ttl_statement_sql(policy, t, rel, NULL, false, false, &funcs);
 
 	ttl_statement_param_types(policy, t, types);
-	(void) ttl_statement_analyze(sql, types, t->relname ? t->relname :
-								 RelationGetRelationName(rel));
+	(void) ttl_statement_analyze(policy, sql, types, t->relname ? t->relname :
+								 RelationGetRelationName(rel), funcs);
 }
 
 /*
@@ -537,10 +553,11 @@ ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation paren
 	List	   *stmts;
 	TtlPlan    *plan;
 	int			nestlevel;
+	List	   *funcs = NIL;
 
 	ttl_statement_param_types(policy, t, types);
-	sql = ttl_statement_sql(policy, t, rel, parent, via_parent, true);
-	queries = ttl_statement_analyze(sql, types, t->relname);
+	sql = ttl_statement_sql(policy, t, rel, parent, via_parent, true, &funcs);
+	queries = ttl_statement_analyze(policy, sql, types, t->relname, funcs);
 
 	nestlevel = NewGUCNestLevel();
 	for (int i = 0; i < lengthof(ttl_planner_pins); i++)

@@ -442,7 +442,7 @@ ttl_stats_count_error(Oid dboid, TtlPolicy *policy, int sqlerrcode,
 	e->c.errors++;
 	e->c.last_error_at = now;
 	e->c.last_error_code = sqlerrcode;
-	strlcpy(e->c.last_error, message ? message : "", sizeof(e->c.last_error));
+	ttl_clip_copy(e->c.last_error, message, sizeof(e->c.last_error));
 	SpinLockRelease(&e->mutex);
 	LWLockRelease(ttl_shmem_stats_lock());
 }

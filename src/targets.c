@@ -42,13 +42,16 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -404,7 +407,11 @@ ttl_target_filter(TtlPolicy *policy, Relation rel, TtlTarget *t)
 	}
 	if (policy->filter != NULL)
 	{
-		quals = lappend(quals, ttl_filter_parse(rel, policy->filter, true));
+		Node	   *expr = ttl_filter_parse(rel, policy->filter, true);
+
+		/* the functions it was made with, and no others (filter.c) */
+		ttl_filter_check_functions(expr, policy, NIL);
+		quals = lappend(quals, expr);
 		sqls = lappend(sqls, psprintf("(%s)", policy->filter));
 	}
 	if (quals == NIL)
@@ -461,9 +468,20 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 
 	att = TupleDescAttr(RelationGetDescr(rel), t->attnum - 1);
 	if (t->ttl_attnum != 0)
-		t->key_sql = psprintf("%s(%s, %s)", ttl_expires_at_sql(),
+	{
+		/*
+		 * Casts to the exact argument types: a ttl_expires_at() another role
+		 * creates beside the extension's, taking the column's own types,
+		 * cannot capture the call.
+		 */
+		t->key_sql = psprintf("%s(CAST(%s AS pg_catalog.%s), CAST(%s AS pg_catalog.%s))",
+							  ttl_expires_at_sql(),
 							  quote_identifier(NameStr(att->attname)),
-							  quote_identifier(policy->ttl_column));
+							  t->keytype == TIMESTAMPOID ? "timestamp" : "timestamptz",
+							  quote_identifier(policy->ttl_column),
+							  ttl_target_atttype(rel, t->ttl_attnum) == INTERVALOID ?
+							  "interval" : "int8");
+	}
 	else
 		t->key_sql = pstrdup(quote_identifier(NameStr(att->attname)));
 
@@ -479,12 +497,40 @@ ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
 }
 
 /*
+ * ttl_strip_casts
+ *		An expression without the casts around it, explicit or implicit: an
+ *		index made as ttl_expires_at(ts, ttl) on an integer ttl reads
+ *		ttl_expires_at(ts, (ttl)::bigint) once dumped and restored, or
+ *		rebuilt by ALTER COLUMN ... TYPE or by Citus on a shard.
+ */
+static Node *
+ttl_strip_casts(Node *node)
+{
+	for (;;)
+	{
+		if (node == NULL)
+			return NULL;
+		if (IsA(node, RelabelType))
+			node = (Node *) ((RelabelType *) node)->arg;
+		else if (IsA(node, FuncExpr) &&
+				 ((FuncExpr *) node)->funcformat != COERCE_EXPLICIT_CALL &&
+				 list_length(((FuncExpr *) node)->args) == 1)
+			node = linitial(((FuncExpr *) node)->args);
+		else
+			return node;
+	}
+}
+
+/*
  * ttl_index_key_matches
- *		Whether an index's first key is the target's key: the TTL column, or
- *		ttl_expires_at(TTL column, TTL column of the row) for a per-row TTL.
+ *		Whether an index's first key is the target's key: the TTL column, or,
+ *		for a per-row TTL, the extension's own ttl_expires_at() taking the
+ *		types the key is computed with (see ttl_target_resolve) over the TTL
+ *		column and the row's TTL column, whatever casts the index's text
+ *		shows around them.
  */
 static bool
-ttl_index_key_matches(TtlTarget *t, HeapTuple indextup)
+ttl_index_key_matches(TtlTarget *t, Relation rel, HeapTuple indextup)
 {
 	Form_pg_index idx = (Form_pg_index) GETSTRUCT(indextup);
 	Datum		datum;
@@ -493,7 +539,8 @@ ttl_index_key_matches(TtlTarget *t, HeapTuple indextup)
 	FuncExpr   *fn;
 	Node	   *arg0;
 	Node	   *arg1;
-	char	   *fname;
+	Oid			ext;
+	Oid			ttltype;
 
 	if (t->ttl_attnum == 0)
 		return idx->indkey.values[0] == t->attnum;
@@ -509,12 +556,17 @@ ttl_index_key_matches(TtlTarget *t, HeapTuple indextup)
 	fn = linitial_node(FuncExpr, exprs);
 	if (list_length(fn->args) != 2)
 		return false;
-	fname = get_func_name(fn->funcid);
-	if (fname == NULL || strcmp(fname, "ttl_expires_at") != 0 ||
-		get_func_namespace(fn->funcid) != ttl_catalog_namespace(true))
+	ext = get_extension_oid(TTL_EXTENSION_NAME, true);
+	if (!OidIsValid(ext) ||
+		getExtensionOfObject(ProcedureRelationId, fn->funcid) != ext)
 		return false;
-	arg0 = strip_implicit_coercions(linitial(fn->args));
-	arg1 = strip_implicit_coercions(lsecond(fn->args));
+	ttltype = ttl_target_atttype(rel, t->ttl_attnum) == INTERVALOID ?
+		INTERVALOID : INT8OID;
+	if (exprType(linitial(fn->args)) != t->keytype ||
+		exprType(lsecond(fn->args)) != ttltype)
+		return false;
+	arg0 = ttl_strip_casts(linitial(fn->args));
+	arg1 = ttl_strip_casts(lsecond(fn->args));
 	return IsA(arg0, Var) && ((Var *) arg0)->varattno == t->attnum &&
 		IsA(arg1, Var) && ((Var *) arg1)->varattno == t->ttl_attnum;
 }
@@ -588,7 +640,7 @@ ttl_find_index(TtlTarget *t, Relation rel)
 
 		usable = idx->indisvalid && idx->indisready && idx->indislive &&
 			idx->indnkeyatts >= 1 && ttl_index_is_btree(indexoid) &&
-			ttl_index_key_matches(t, tup);
+			ttl_index_key_matches(t, rel, tup);
 		if (usable)
 		{
 			datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &isnull);

@@ -155,6 +155,9 @@ typedef struct TtlPolicy
 	char	   *time_zone;		/* wall-clock keys are read in it (expiry.c);
 								 * NULL: not a wall-clock key, or the
 								 * server's zone */
+	bool		filter_funcs_known; /* the filter's functions are recorded */
+	int			nfilter_funcs;
+	Oid		   *filter_funcs;	/* the functions it calls (filter.c) */
 } TtlPolicy;
 
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
@@ -258,6 +261,8 @@ extern struct pg_tz *ttl_policy_zone(TtlPolicy *policy);
  */
 extern Node *ttl_filter_parse(Relation rel, const char *filter, bool stored);
 extern char *ttl_filter_deparse(Relation rel, Node *expr);
+extern List *ttl_filter_functions(Node *expr);
+extern void ttl_filter_check_functions(Node *expr, TtlPolicy *policy, List *also);
 
 /* ----------
  * A policy resolved to its physical tables (targets.c)
@@ -367,7 +372,8 @@ extern bool ttl_rel_has_delete_rules(Relation rel, TtlAction action, bool instea
  * ----------
  */
 extern char *ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel,
-							   Relation parent, bool via_parent, bool precheck);
+							   Relation parent, bool via_parent, bool precheck,
+							   List **funcs);
 extern void ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel);
 extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
 								Relation parent, bool via_parent,
@@ -717,6 +723,7 @@ typedef struct TtlDbStatus
 	int64		replica_hold_ms;	/* and for how long in all */
 } TtlDbStatus;
 
+extern void ttl_clip_copy(char *dst, const char *src, Size size);
 extern Size ttl_shmem_size(void);
 extern void ttl_shmem_request(void);
 extern void ttl_shmem_init(void);

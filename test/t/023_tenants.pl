@@ -17,6 +17,9 @@
 #     batch, her policy rests and says why, bob's is purged meanwhile; one
 #     that catches the cancel and sleeps on ends the worker at the second
 #     deadline, and the next worker rests her policy.
+#  5. mallory's DROP EXTENSION is refused before it waits for any lock.
+#  6. An error message longer than the stats keep is cut between
+#     characters.
 #
 # Every wait is for a state (a row count, a pid, a counter).
 use strict;
@@ -187,6 +190,43 @@ isnt(TtlIndex::worker_pid($node, 'app'), $pid, 'a new worker runs');
 sql('app', q{INSERT INTO b.t SELECT g, now() - interval '1 hour' FROM generate_series(1, 5) g});
 TtlIndex::wait_is($node, 'app', 'SELECT count(*) FROM b.t', '0',
 	'and purges bob\'s rows', 60);
+
+# --- 5. DROP EXTENSION by a role that does not own it ---------------------
+# PostgreSQL's ownership check comes before any lock the extension takes:
+# a lock another session holds on a policy's table does not make the
+# refused statement wait
+my $holder = $node->background_psql('app');
+$holder->query_safe('BEGIN; LOCK TABLE b.t IN ACCESS EXCLUSIVE MODE');
+($ret, $out, $err) = $node->psql('app',
+	"SET lock_timeout = '60s'; DROP EXTENSION ttl_index",
+	extra_params => ['-U', 'mallory']);
+like($err, qr/must be owner of extension ttl_index/,
+	'mallory\'s DROP EXTENSION is refused at once, not after a lock wait');
+$holder->query_safe('COMMIT');
+$holder->quit;
+is(sql('app', "SELECT count(*) FROM ttl_index_policy WHERE relid = 'b.t'::regclass"), '1',
+	'and the policies stay');
+
+# --- 6. an error message too long for the stats ---------------------------
+# cut between characters: a client in another encoding reads it
+sql('postgres', "CREATE DATABASE utf ENCODING 'UTF8' LOCALE 'C' TEMPLATE template0");
+sql('utf', q{
+CREATE EXTENSION ttl_index;
+CREATE TABLE long (ts timestamptz NOT NULL);
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION '%', repeat('x', 254) || 'éé';
+END $$;
+CREATE TRIGGER refuse BEFORE DELETE ON long FOR EACH STATEMENT EXECUTE FUNCTION refuse();
+INSERT INTO long VALUES (now() - interval '1 hour');
+SELECT ttl_create_index('long', 'ts', 60);
+});
+TtlIndex::wait_until($node, 'utf',
+	"SELECT errors > 0 FROM ttl_index_stats WHERE table_name = 'long'::regclass",
+	'the failing batch is counted', 60);
+($ret, $out, $err) = $node->psql('utf',
+	"SET client_encoding = 'LATIN1'; SELECT octet_length(last_error) <= 255 AND last_error LIKE '%xxx' FROM ttl_index_stats WHERE table_name = 'long'::regclass");
+is($out, 't', 'its last_error, cut to fit, reads in LATIN1') or diag($err);
 
 $node->stop;
 done_testing();

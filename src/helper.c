@@ -29,10 +29,9 @@
  * It never restarts; the worker may start helpers again on a later
  * backlog.
  *
- * A helper's changes carry a replication origin of its own when the
- * worker's would carry one (origin.c); a helper that cannot get one leaves,
- * and a helper that leaves drops it (its replication state would stay
- * taken otherwise).
+ * A helper's changes carry a replication origin of its own (its process
+ * slot's, origin.c) when the worker's would carry one; a helper that cannot
+ * get one leaves, and the worker takes its rows over.
  *
  * A helper connects as the bootstrap superuser with the worker's pinned
  * settings, and runs every batch as the table owner, as the worker does
@@ -232,6 +231,8 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	{
 		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
 		outcome = ttl_purge_slice(policy, pass, result);
+		if (result->flush)
+			ttl_batch_wal_flush();
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -286,7 +287,6 @@ ttl_helper_main(Datum main_arg)
 		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(info.dboid, InvalidOid, 0);
 	ttl_pin_process_settings("ttl_index helper");
-	ttl_origin_for_helper(info.helper_index);
 	ttl_yield_start();
 	ttl_targets_init();
 
@@ -353,6 +353,5 @@ ttl_helper_main(Datum main_arg)
 	ereport(DEBUG1,
 			(errmsg_internal("ttl_index helper of policy %d leaves after %lld rows: %s",
 							 policy.id, (long long) pass->pass_rows, why)));
-	ttl_origin_helper_done();
 	proc_exit(0);
 }

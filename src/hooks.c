@@ -6,10 +6,11 @@
  *	  transaction callbacks.
  *
  *	- Commit wake-ups: a change to the policy catalog (or CREATE EXTENSION,
- *	  DROP EXTENSION, COMMIT PREPARED) asks, at commit and only then, for
- *	  the database's worker to re-read its policies and for the launcher to
- *	  look at the database (shmem.c).  A worker woken before the change is
- *	  visible would read the old policies and sleep again.  A transaction
+ *	  DROP EXTENSION, a COMMIT PREPARED whose tables are not known) asks, at
+ *	  commit and only then, for the database's worker to re-read its
+ *	  policies and for the launcher to look at the database (shmem.c).  A
+ *	  worker woken before the change is visible would read the old
+ *	  policies and sleep again.  A transaction
  *	  that is prepared wakes no one: its COMMIT PREPARED does.
  *	- Writes: the tables a transaction inserts into or updates, noted at
  *	  the executor's end and after COPY FROM, reach writes.c's counters at
@@ -74,6 +75,9 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 /* wake this database's worker and the launcher at commit */
 static bool WakePending = false;
 
+/* the gid of the PREPARE TRANSACTION in hand (ttl_xact_callback) */
+static char PreparingGid[GIDSIZE];
+
 /*
  * ttl_wake_at_commit
  *		Ask for this database's worker to re-read its policies, and for the
@@ -109,14 +113,16 @@ ttl_xact_callback(XactEvent event, void *arg)
 			WakePending = false;
 			break;
 		case XACT_EVENT_PREPARE:
-			/* visible at COMMIT PREPARED, whoever runs it */
+			/* visible at COMMIT PREPARED, which bumps them again (writes.c) */
 			ttl_writes_bump();
-			ttl_writes_at_xact_end(false);
+			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL);
+			PreparingGid[0] = '\0';
 			ttl_stats_at_xact_end(false);
 			WakePending = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			PreparingGid[0] = '\0';
 			ttl_writes_at_xact_end(false);
 			ttl_stats_at_xact_end(false);
 			WakePending = false;
@@ -143,24 +149,42 @@ ttl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 /*
  * ttl_executor_end
  *		Note the tables a statement inserted into or updated (a plain DELETE
- *		adds no row: not noted), with the root of routed partitions.
+ *		adds no row: not noted), with the root of routed partitions.  A
+ *		DELETE's data-modifying WITH that inserts or updates counts: its
+ *		tables are those of its auxiliary ModifyTable nodes.
  */
 static void
 ttl_executor_end(QueryDesc *queryDesc)
 {
 	EState	   *estate = queryDesc->estate;
 
-	/* a SELECT has result relations only for a data-modifying WITH */
-	if (estate != NULL && queryDesc->operation != CMD_DELETE)
+	if (estate != NULL)
 	{
 		ListCell   *lc;
 
-		foreach(lc, estate->es_opened_result_relations)
+		/* a SELECT has result relations only for a data-modifying WITH */
+		if (queryDesc->operation != CMD_DELETE)
 		{
-			ResultRelInfo *rri = (ResultRelInfo *) lfirst(lc);
+			foreach(lc, estate->es_opened_result_relations)
+			{
+				ResultRelInfo *rri = (ResultRelInfo *) lfirst(lc);
 
-			ttl_writes_note(RelationGetRelid(rri->ri_RelationDesc));
+				ttl_writes_note(RelationGetRelid(rri->ri_RelationDesc));
+			}
 		}
+		else
+		{
+			foreach(lc, estate->es_auxmodifytables)
+			{
+				ModifyTableState *mt = (ModifyTableState *) lfirst(lc);
+
+				if (!IsA(mt, ModifyTableState) || mt->operation == CMD_DELETE)
+					continue;
+				for (int i = 0; i < mt->mt_nrels; i++)
+					ttl_writes_note(RelationGetRelid(mt->resultRelInfo[i].ri_RelationDesc));
+			}
+		}
+		/* rows routed to partitions: only an INSERT, UPDATE or MERGE routes */
 		foreach(lc, estate->es_tuple_routing_result_relations)
 		{
 			ResultRelInfo *rri = (ResultRelInfo *) lfirst(lc);
@@ -404,9 +428,23 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 			drop_later = ttl_drop_created_indexes();
 		}
 	}
-	else if (IsA(parsetree, TransactionStmt) &&
-			 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED)
-		ttl_wake_at_commit();
+	else if (IsA(parsetree, TransactionStmt))
+	{
+		TransactionStmt *stmt = (TransactionStmt *) parsetree;
+
+		/*
+		 * A COMMIT PREPARED bumps the write counters of the tables its
+		 * transaction wrote, kept since its PREPARE (writes.c); where they
+		 * are not known, every policy of the database looks again.
+		 */
+		if (stmt->kind == TRANS_STMT_PREPARE)
+			strlcpy(PreparingGid, stmt->gid, sizeof(PreparingGid));
+		else if (stmt->kind == TRANS_STMT_COMMIT_PREPARED &&
+				 !ttl_writes_finish_prepared(stmt->gid, true))
+			ttl_wake_at_commit();
+		else if (stmt->kind == TRANS_STMT_ROLLBACK_PREPARED)
+			(void) ttl_writes_finish_prepared(stmt->gid, false);
+	}
 
 	if (OidIsValid(dboid) && dboid != MyDatabaseId &&
 		ttl_utility_may_evict(parsetree, dboid))

@@ -1,56 +1,81 @@
 /*-------------------------------------------------------------------------
  *
  * origin.c
- *	  The replication origin the worker's changes carry, so that logical
- *	  decoding can tell a TTL delete from an application's: test_decoding's
- *	  only-local skips them, a subscription made WITH (origin = none) does
- *	  not receive them, one with origin = any (the default) does.
+ *	  The replication origin the workers' and helpers' changes carry, so
+ *	  that logical decoding can tell a TTL delete from an application's:
+ *	  test_decoding's only-local skips them, a subscription made WITH
+ *	  (origin = none) does not receive them, one with origin = any (the
+ *	  default) does.
  *
- * Each database's worker uses an origin of its own, ttl_index_<database
- * OID>, created when first needed: PostgreSQL lets one process at a time
- * use an origin, and one worker per database runs at a time.  The worker
- * sets its session up with the origin once, and each batch sets
+ * Bounded by the processes that run.  PostgreSQL lets one process at a
+ * time use an origin, and an origin that has ever been set up keeps a
+ * replication state (one of max_replication_slots, of
+ * max_active_replication_origins from PostgreSQL 18), shared with the
+ * server's own subscriptions, until it is dropped.  So origins are not
+ * per database: each worker or helper claims the lowest free process slot
+ * in shared memory (shmem.c) and uses the origin ttl_index_process_<slot>,
+ * whichever database it serves.  ttl_index never holds more replication
+ * states than the processes it may run at once (ttl_index.max_workers,
+ * helpers included); the launcher drops the origins of slots above that,
+ * and those of earlier versions (ttl_index_<database OID> and their
+ * helpers'), when no process uses them (ttl_origin_drop_unused).
+ *
+ * A process sets its session up with its origin once, and each batch sets
  * replorigin_session_origin (marking its WAL records and its commit) or
  * clears it, as the policy and ttl_index.replication_origin say; between
- * batches it is clear.  When no origin can be set up (no free replication
- * state: max_replication_slots, or max_active_replication_origins from
- * PostgreSQL 18), the purge goes on unmarked, with one WARNING, and the
- * worker tries again a minute later, or after a reload of the
- * configuration.  ttl_runner()
- * never marks: its changes are the caller's transaction's.
+ * batches it is clear.  When a policy wants its changes marked and no
+ * origin can be set up (no free replication state), its batches wait
+ * (ttl_origin_batch_begin says so, the caller holds them back and says
+ * why, once): they never delete unmarked, since a subscriber made WITH
+ * (origin = none) would then delete rows it was promised to keep.  The
+ * set-up is tried again every TTL_ORIGIN_RETRY_MS, or after a reload.
+ * ttl_runner() never marks: its changes are the caller's transaction's.
  *
- * Locking: none of ours; PostgreSQL's origin code takes its own locks.
- * Process-local state only.
+ * The set-up runs inside a transaction, so that an error in it (no free
+ * state: ReplicationOriginLock is held when PostgreSQL raises it) is
+ * cleaned up by the abort: no lock survives it.
+ *
+ * Locking: none of ours but the slots lock inside shmem.c's claim;
+ * PostgreSQL's origin code takes its own locks.  Process-local state
+ * otherwise.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_replication_origin.h"
 #include "miscadmin.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
 #include "ttl_index.h"
 
-/* a helper's own origin: its name ends with this (ttl_origin_for_helper) */
-static int	HelperIndex = -1;
+/* the name of a process slot's origin */
+#define TTL_ORIGIN_PREFIX		"ttl_index_process_"
+
+/* set-up failed: tried again this long after, or after a reload */
+#define TTL_ORIGIN_RETRY_MS		10000
+
+/* this process's slot (shmem.c), -1 until claimed */
+static int	OriginSlot = -1;
 
 /* the session's origin: InvalidRepOriginId until set up */
 static RepOriginId SessionOrigin = InvalidRepOriginId;
 
-/* set-up failed: tried again a minute later, or after a reload */
-#define TTL_ORIGIN_RETRY_MS		60000
 static bool SetupFailed = false;
 static TimestampTz SetupFailedAt = 0;
 static uint64 SetupFailedGeneration = 0;
 static uint64 ReloadGeneration = 0;
-
-static void ttl_origin_failed(const char *name, const char *reason);
-static void ttl_origin_setup(void);
+static char FailedReason[256];
+static bool FailureNew = false;
 
 /*
  * ttl_origin_wanted
@@ -67,7 +92,7 @@ ttl_origin_wanted(TtlPolicy *policy)
 /*
  * ttl_origin_config_reloaded
  *		The configuration was reloaded: a failed set-up is tried again at
- *		once (ttl_index.replication_origin may have changed).
+ *		once (the limits or ttl_index.replication_origin may have changed).
  */
 void
 ttl_origin_config_reloaded(void)
@@ -77,20 +102,25 @@ ttl_origin_config_reloaded(void)
 
 /*
  * ttl_origin_failed
- *		The origin could not be set up: say so, the first time, and try
- *		again later (see ttl_origin_setup).
+ *		The origin could not be set up: say so, the first time of a run of
+ *		failures, and try again later (see ttl_origin_setup).
  */
 static void
 ttl_origin_failed(const char *name, const char *reason)
 {
 	if (!SetupFailed)
-		ereport(HelperIndex >= 0 ? DEBUG1 : WARNING,
+	{
+		ereport(WARNING,
 				(errmsg("ttl_index could not set up replication origin \"%s\": %s",
 						name, reason),
-				 errdetail("Expired rows are deleted without a replication origin: logical decoding "
-						   "and subscriptions cannot tell them from the application's deletes."),
-				 errhint("Raise %s, or set ttl_index.replication_origin = off.",
+				 errdetail("The batches of policies whose changes carry the origin wait until it can be: "
+						   "they never delete unmarked."),
+				 errhint("Raise %s, or set ttl_index.replication_origin = off (or the policy's "
+						 "replication_origin => false) where marking is not needed.",
 						 TTL_ORIGIN_CAPACITY_NAME)));
+		FailureNew = true;
+	}
+	strlcpy(FailedReason, reason, sizeof(FailedReason));
 	SetupFailed = true;
 	SetupFailedAt = GetCurrentTimestamp();
 	SetupFailedGeneration = ReloadGeneration;
@@ -98,8 +128,9 @@ ttl_origin_failed(const char *name, const char *reason)
 
 /*
  * ttl_origin_setup
- *		Find or create this database's origin, in a transaction of its own,
- *		and set the session up with it.  On failure, one WARNING.
+ *		Find or create this process slot's origin and set the session up
+ *		with it, in a transaction of its own (see the top of the file).  On
+ *		failure, one WARNING for a run of them.
  */
 static void
 ttl_origin_setup(void)
@@ -111,10 +142,14 @@ ttl_origin_setup(void)
 	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
 		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
 		return;
-	if (HelperIndex >= 0)
-		snprintf(name, sizeof(name), "ttl_index_%u_helper%d", MyDatabaseId, HelperIndex);
-	else
-		snprintf(name, sizeof(name), "ttl_index_%u", MyDatabaseId);
+	if (OriginSlot < 0)
+		OriginSlot = ttl_shmem_origin_claim();
+	if (OriginSlot < 0)
+	{
+		ttl_origin_failed(TTL_ORIGIN_PREFIX "?", "no process slot is free");
+		return;
+	}
+	snprintf(name, sizeof(name), TTL_ORIGIN_PREFIX "%d", OriginSlot);
 	if (TTL_ORIGIN_CAPACITY == 0)
 	{
 		ttl_origin_failed(name, psprintf("%s is 0", TTL_ORIGIN_CAPACITY_NAME));
@@ -131,8 +166,9 @@ ttl_origin_setup(void)
 			ttl_yield_own_xid();
 			id = replorigin_create(name);
 		}
-		CommitTransactionCommand();
+		/* inside the transaction: an error here is cleaned up by its abort */
 		ttl_replorigin_session_setup(id);
+		CommitTransactionCommand();
 		SessionOrigin = id;
 		SetupFailed = false;
 	}
@@ -143,70 +179,8 @@ ttl_origin_setup(void)
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
-		if (IsTransactionState())
-			AbortCurrentTransaction();
-		else
-			AbortOutOfAnyTransaction();
-		ttl_origin_failed(name, edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-}
-
-/*
- * ttl_origin_for_helper
- *		This process is helper number k of its database's worker (helper.c):
- *		its changes carry an origin of its own, ttl_index_<database
- *		OID>_helper<k>, since an origin serves one process at a time.  Any
- *		origin tells a TTL delete from the application's alike; a helper
- *		that cannot get one does not delete unmarked (it leaves the rows to
- *		the worker), so it says so at DEBUG1 only.
- */
-void
-ttl_origin_for_helper(int k)
-{
-	HelperIndex = k;
-}
-
-/*
- * ttl_origin_helper_done
- *		A helper leaves: its origin is dropped.  PostgreSQL keeps an origin's
- *		replication state (one of max_replication_slots, or of
- *		max_active_replication_origins from 18) for as long as the origin
- *		exists, even with no session on it; the helpers' would take them
- *		from subscriptions for good.  The next helper with this number
- *		creates it again.  A failure is only logged (DEBUG1): the origin
- *		stays, for that next helper.
- */
-void
-ttl_origin_helper_done(void)
-{
-	char		name[NAMEDATALEN];
-	MemoryContext cxt = CurrentMemoryContext;
-
-	if (HelperIndex < 0 || SessionOrigin == InvalidRepOriginId)
-		return;
-	replorigin_session_reset();
-	SessionOrigin = InvalidRepOriginId;
-	snprintf(name, sizeof(name), "ttl_index_%u_helper%d", MyDatabaseId, HelperIndex);
-	StartTransactionCommand();
-	PG_TRY();
-	{
-		ttl_yield_own_xid();
-		replorigin_drop_by_name(name, true, true);
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
 		AbortCurrentTransaction();
-		ereport(DEBUG1,
-				(errmsg_internal("ttl_index helper could not drop replication origin \"%s\": %s",
-								 name, edata->message)));
+		ttl_origin_failed(name, edata->message);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -216,7 +190,7 @@ ttl_origin_helper_done(void)
  * ttl_origin_batch_begin
  *		Before a batch's transaction starts: mark it with the origin, or
  *		not, as the policy wants.  Returns false when the policy wants the
- *		origin and none could be set up (the batch then goes unmarked).
+ *		origin and none could be set up: the caller must not run the batch.
  */
 bool
 ttl_origin_batch_begin(TtlPolicy *policy)
@@ -241,4 +215,88 @@ void
 ttl_origin_batch_end(void)
 {
 	replorigin_session_origin = InvalidRepOriginId;
+}
+
+/*
+ * ttl_origin_failure
+ *		Why the origin could not be set up, and whether this is news (the
+ *		first time of a run of failures: the caller counts it once).
+ */
+const char *
+ttl_origin_failure(bool *news)
+{
+	*news = FailureNew;
+	FailureNew = false;
+	return FailedReason;
+}
+
+/*
+ * ttl_origin_drop_unused
+ *		The launcher's housekeeping (connected to no database: the origins'
+ *		catalog is shared): drop the origins of process slots at or above
+ *		`capacity` and those of earlier versions, none of which any process
+ *		uses now, so that their replication states go back to the server.
+ *		An origin in use (its process still running) is left for a later
+ *		call.  Returns how many were dropped.
+ */
+int
+ttl_origin_drop_unused(int capacity)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *names = NIL;
+	ListCell   *lc;
+	int			dropped = 0;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	StartTransactionCommand();
+	rel = table_open(ReplicationOriginRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		char	   *name = TextDatumGetCString(heap_getattr(tup, Anum_pg_replication_origin_roname,
+															RelationGetDescr(rel), &isnull));
+		int			slot;
+		char		rest;
+
+		if (strncmp(name, "ttl_index_", strlen("ttl_index_")) != 0)
+			continue;
+		if (sscanf(name, TTL_ORIGIN_PREFIX "%d%c", &slot, &rest) == 1)
+		{
+			/* a slot of ours: kept while it may be used */
+			if (slot >= 0 && slot < capacity)
+				continue;
+		}
+		else if (!(sscanf(name, "ttl_index_%d%c", &slot, &rest) == 1 ||
+				   sscanf(name, "ttl_index_%d_helper%d%c", &slot, &slot, &rest) == 2))
+			continue;			/* not a name we ever gave */
+		names = lappend(names, MemoryContextStrdup(cxt, name));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+
+		StartTransactionCommand();
+		PG_TRY();
+		{
+			/* nowait: one a process holds is in use, and stays */
+			replorigin_drop_by_name(name, true, true);
+			CommitTransactionCommand();
+			dropped++;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+			AbortCurrentTransaction();
+		}
+		PG_END_TRY();
+	}
+	return dropped;
 }

@@ -59,6 +59,8 @@
 /* helper side: the slot and job this process attached to */
 static TtlDbSlot *HelperSlot = NULL;
 static uint32 HelperJob = 0;
+/* the database of that slot when the helper attached (before it connects) */
+static Oid	HelperDboid = InvalidOid;
 
 static void ttl_parallel_detach(int code, Datum arg);
 
@@ -67,7 +69,7 @@ static void ttl_parallel_detach(int code, Datum arg);
  * launcher may have freed and reused the slot for another database.
  */
 #define HELPER_JOB_OK(slot) \
-	((slot)->dboid == MyDatabaseId && (slot)->job.id == HelperJob)
+	((slot)->dboid == HelperDboid && (slot)->job.id == HelperJob)
 
 /*
  * ttl_parallel_lead_slot
@@ -535,6 +537,7 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 		info->pass_now = slot->job.pass_now;
 		HelperSlot = slot;
 		HelperJob = job_id;
+		HelperDboid = slot->dboid;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 	if (ok)
@@ -545,7 +548,10 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 /*
  * ttl_parallel_detach
  *		A helper leaves at exit: a slice it still holds goes back with its
- *		progress, and the lead is woken to take it.
+ *		progress, and the lead is woken to take it.  Also when it ends
+ *		before it is connected (its database dropped meanwhile): the slot is
+ *		told by the database it had at the attach, not by ours, which is
+ *		not set yet, so that its pid never stays in the job.
  */
 static void
 ttl_parallel_detach(int code, Datum arg)
@@ -557,7 +563,7 @@ ttl_parallel_detach(int code, Datum arg)
 	{
 		TtlJob	   *job = &HelperSlot->job;
 
-		for (int i = 0; i < TTL_MAX_HELPERS && HelperSlot->dboid == MyDatabaseId; i++)
+		for (int i = 0; i < TTL_MAX_HELPERS && HelperSlot->dboid == HelperDboid; i++)
 			if (job->helpers[i] == MyProcPid)
 				job->helpers[i] = 0;
 		if (HELPER_JOB_OK(HelperSlot))

@@ -52,9 +52,11 @@
  * key instead of re-reading the index entries of rows already deleted.
  *
  * Memory: a pass lives in its own context (child of the caller's), which
- * holds the targets, their resolution, the resume keys and the rows of a
- * statement in flight; everything else a batch allocates goes with the
- * caller's per-batch context.  Locks: a batch's are held until its
+ * holds the targets, their resolution, the resume keys and the groups of
+ * rows to retry; the rows a batch collects live in a child of it emptied
+ * at the next batch (they outlive a failed batch for ttl_pass_isolate, and
+ * no longer: a batch that fails in its scan leaks nothing); everything
+ * else a batch allocates goes with the caller's per-batch context.  Locks: a batch's are held until its
  * transaction ends.
  *
  *-------------------------------------------------------------------------
@@ -73,6 +75,7 @@
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
@@ -84,6 +87,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -194,6 +198,8 @@ ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
 	TtlPass    *pass = MemoryContextAllocZero(cxt, sizeof(TtlPass));
 
 	pass->cxt = cxt;
+	pass->rowscxt = AllocSetContextCreate(cxt, "ttl_index batch rows",
+										  ALLOCSET_DEFAULT_SIZES);
 	pass->now = now;
 	pass->held = held;
 	pass->previous = previous;
@@ -444,6 +450,43 @@ ttl_rel_fires_on(Relation rel, TtlAction action, bool row)
 }
 
 /*
+ * ttl_rel_reaches_out
+ *		Whether the statement's user code on this table can write anything
+ *		but the expired rows' deletion: a trigger on the command's event
+ *		(other than PostgreSQL's checks of foreign keys, which write
+ *		nothing: a NO ACTION or RESTRICT reference, or the check of a
+ *		referencing row), or a DO ALSO rule.  An outbox trigger's row that a
+ *		reader took for committed must not be undone by a crash: such a
+ *		batch waits for its flush (wal.c).
+ */
+static bool
+ttl_rel_reaches_out(Relation rel, TtlAction action)
+{
+	TriggerDesc *trig = rel->trigdesc;
+	int			event = action == TTL_ACTION_SOFT_DELETE ? TRIGGER_TYPE_UPDATE :
+		TRIGGER_TYPE_DELETE;
+
+	if (ttl_rel_has_delete_rules(rel, action, false))
+		return true;
+	if (trig == NULL)
+		return false;
+	for (int i = 0; i < trig->numtriggers; i++)
+	{
+		Trigger    *tg = &trig->triggers[i];
+
+		if ((tg->tgtype & event) == 0 || tg->tgenabled == TRIGGER_DISABLED)
+			continue;
+		if (tg->tgisinternal &&
+			(tg->tgfoid == F_RI_FKEY_NOACTION_DEL || tg->tgfoid == F_RI_FKEY_RESTRICT_DEL ||
+			 tg->tgfoid == F_RI_FKEY_NOACTION_UPD || tg->tgfoid == F_RI_FKEY_RESTRICT_UPD ||
+			 tg->tgfoid == F_RI_FKEY_CHECK_UPD))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/*
  * ttl_batch_may
  *		Whether the current user (the owner) has the rights a DELETE (an
  *		UPDATE for a soft delete) with the policy's condition needs on rel:
@@ -626,6 +669,9 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	result->ntids = ntids;
 	result->tids = tids;
 	result->xmins = xmins;
+	if (ttl_rel_reaches_out(b->rel, b->policy->action) ||
+		(b->via_parent && ttl_rel_reaches_out(b->parent, b->policy->action)))
+		result->flush = true;
 	processed = ttl_statement_run(b->policy, b->target, b->rel, b->parent,
 								  b->via_parent, tids, ntids, &b->cutoff);
 	result->deleted += processed;
@@ -797,8 +843,8 @@ ttl_take_begin(TtlBatch *b, TtlTake *take)
 		/* a sweep stops at a page's end: room for one page more */
 		int			room = take->limit + MaxHeapTuplesPerPage;
 
-		take->tids = MemoryContextAlloc(b->pass->cxt, sizeof(ItemPointerData) * room);
-		take->xmins = MemoryContextAlloc(b->pass->cxt, sizeof(TransactionId) * room);
+		take->tids = MemoryContextAlloc(b->pass->rowscxt, sizeof(ItemPointerData) * room);
+		take->xmins = MemoryContextAlloc(b->pass->rowscxt, sizeof(TransactionId) * room);
 	}
 }
 
@@ -1529,6 +1575,8 @@ ttl_purge_slice(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	TtlTarget  *t = pass->job_cur;
 
 	memset(result, 0, sizeof(TtlBatchResult));
+	/* what the last batch collected, kept until now for ttl_pass_isolate */
+	MemoryContextReset(pass->rowscxt);
 	PreventCommandIfReadOnly("DELETE");
 	result->outcome = ttl_purge_target(policy, pass, t, result);
 	pass->pass_rows += result->deleted;
@@ -1578,6 +1626,8 @@ ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	memset(result, 0, sizeof(TtlBatchResult));
 	pass->failing_relid = InvalidOid;
 	pass->failing_target = NULL;
+	/* what the last batch collected, kept until now for ttl_pass_isolate */
+	MemoryContextReset(pass->rowscxt);
 
 	/* the direct path bypasses the executor's check of this */
 	PreventCommandIfReadOnly("DELETE");

@@ -7,8 +7,9 @@
  * Areas, each with its own lock (a named LWLock tranche of one lock each):
  *
  *	slots		"ttl_index slots": one slot per database the launcher keeps
- *				track of (shmem.h), what its worker is doing (progress), and
- *				the launcher's pid and latch.  Held only for short sections
+ *				track of (shmem.h), what its worker is doing (progress), the
+ *				launcher's pid and latch, and the process slots whose
+ *				replication origins the workers and helpers use (origin.c).  Held only for short sections
  *				that neither wait nor raise an error: nothing that allocates,
  *				logs, signals or registers a worker runs under it.
  *	settings	"ttl_index settings": the server-wide values of the settings
@@ -79,6 +80,11 @@ typedef struct TtlShared
 } TtlShared;
 
 static TtlShared *Shared = NULL;
+/* prepared transactions' tables (writes.c), max_prepared_xacts of them */
+static TtlPrepared *Prepared = NULL;
+/* process slots for replication origins (origin.c): a pid each, 0 = free */
+static pid_t *OriginPids = NULL;
+static bool OriginReleaseRegistered = false;
 static LWLock *SlotsLock = NULL;
 static LWLock *SettingsLock = NULL;
 static LWLock *StatsLock = NULL;
@@ -104,8 +110,10 @@ ttl_shared_size(void)
 Size
 ttl_shmem_size(void)
 {
-	return add_size(ttl_shared_size(),
-					hash_estimate_size(ttl_max_policies, sizeof(TtlStatsEntry)));
+	return add_size(add_size(add_size(ttl_shared_size(),
+									  hash_estimate_size(ttl_max_policies, sizeof(TtlStatsEntry))),
+							 mul_size(max_worker_processes, sizeof(pid_t))),
+					mul_size(max_prepared_xacts, sizeof(TtlPrepared)));
 }
 
 /*
@@ -133,6 +141,17 @@ ttl_shmem_init(void)
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 
+	if (max_prepared_xacts > 0)
+	{
+		Prepared = ShmemInitStruct("ttl_index prepared",
+								   mul_size(max_prepared_xacts, sizeof(TtlPrepared)), &found);
+		if (!found)
+			memset(Prepared, 0, mul_size(max_prepared_xacts, sizeof(TtlPrepared)));
+	}
+	OriginPids = ShmemInitStruct("ttl_index origins",
+								 mul_size(max_worker_processes, sizeof(pid_t)), &found);
+	if (!found)
+		memset(OriginPids, 0, mul_size(max_worker_processes, sizeof(pid_t)));
 	Shared = ShmemInitStruct("ttl_index", ttl_shared_size(), &found);
 	if (!found)
 	{
@@ -735,6 +754,92 @@ ttl_slot_forget_death(void)
 	MySlot->death_policy = 0;
 	MySlot->death_count = 0;
 	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_shmem_prepared_find
+ *		The entry of a prepared transaction of a database (writes.c), or,
+ *		with create, a free one given to it; NULL when there is none.  The
+ *		caller holds the slots lock (ttl_shmem_slots_lock).
+ */
+TtlPrepared *
+ttl_shmem_prepared_find(const char *gid, Oid dboid, bool create)
+{
+	TtlPrepared *free_entry = NULL;
+
+	Assert(LWLockHeldByMe(SlotsLock));
+	if (Prepared == NULL)
+		return NULL;
+	for (int i = 0; i < max_prepared_xacts; i++)
+	{
+		TtlPrepared *p = &Prepared[i];
+
+		if (p->gid[0] == '\0')
+		{
+			if (free_entry == NULL)
+				free_entry = p;
+			continue;
+		}
+		if (p->dboid == dboid && strcmp(p->gid, gid) == 0)
+			return p;
+	}
+	if (create && free_entry != NULL)
+	{
+		strlcpy(free_entry->gid, gid, GIDSIZE);
+		free_entry->dboid = dboid;
+		free_entry->n = 0;
+		return free_entry;
+	}
+	return NULL;
+}
+
+/*
+ * ttl_shmem_origin_release
+ *		At exit: give this process's origin slot back.
+ */
+static void
+ttl_shmem_origin_release(int code, Datum arg)
+{
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	for (int i = 0; i < max_worker_processes; i++)
+	{
+		if (OriginPids[i] == MyProcPid)
+			OriginPids[i] = 0;
+	}
+	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_shmem_origin_claim
+ *		A worker or helper claims the lowest free process slot, whose
+ *		replication origin it uses (origin.c), until it exits.  Returns the
+ *		slot, or -1 when none is free (there is one per background worker
+ *		the server may run).  Under the slots lock.
+ */
+int
+ttl_shmem_origin_claim(void)
+{
+	int			claimed = -1;
+
+	if (OriginPids == NULL)
+		return -1;
+	if (!OriginReleaseRegistered)
+	{
+		/* after PostgreSQL lets go of the origin (registered after this) */
+		on_shmem_exit(ttl_shmem_origin_release, (Datum) 0);
+		OriginReleaseRegistered = true;
+	}
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	for (int i = 0; i < max_worker_processes && claimed < 0; i++)
+	{
+		if (OriginPids[i] == 0 || OriginPids[i] == MyProcPid)
+		{
+			OriginPids[i] = MyProcPid;
+			claimed = i;
+		}
+	}
+	LWLockRelease(SlotsLock);
+	return claimed;
 }
 
 /* ----------

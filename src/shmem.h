@@ -4,7 +4,8 @@
  *	  The shapes of the shared areas, for the files that handle them
  *	  directly: shmem.c, which creates them; launcher.c, which runs the
  *	  database slots; parallel.c, which runs the helpers' share of a slot;
- *	  stats.c, which owns the stats hash's entries.  Every
+ *	  stats.c, which owns the stats hash's entries; writes.c, which keeps
+ *	  the prepared transactions' tables.  Every
  *	  other file goes through the accessors declared in ttl_index.h.
  *
  * Locking: see shmem.c.
@@ -14,6 +15,7 @@
 #ifndef TTL_SHMEM_H
 #define TTL_SHMEM_H
 
+#include "access/xact.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 #include "ttl_index.h"
@@ -125,6 +127,23 @@ typedef struct TtlStatsEntry
 	Datum		prefix_key;		/* a by-value key */
 	uint32		prefix_writes;	/* the table's write counter it holds for */
 } TtlStatsEntry;
+
+/*
+ * The tables a prepared transaction wrote (writes.c), as write-counter
+ * buckets, kept from PREPARE TRANSACTION to COMMIT PREPARED.  One per
+ * prepared transaction the server may hold; under the slots lock.
+ */
+#define TTL_PREPARED_BUCKETS	32
+
+typedef struct TtlPrepared
+{
+	char		gid[GIDSIZE];	/* "": free */
+	Oid			dboid;
+	int			n;				/* buckets below; -1: too many to keep */
+	uint32		buckets[TTL_PREPARED_BUCKETS];
+} TtlPrepared;
+
+extern TtlPrepared *ttl_shmem_prepared_find(const char *gid, Oid dboid, bool create);
 
 extern LWLock *ttl_shmem_slots_lock(void);
 extern int	ttl_shmem_nslots(void);

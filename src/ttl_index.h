@@ -467,6 +467,9 @@ typedef struct TtlWalTrial
 typedef struct TtlPass
 {
 	MemoryContext cxt;			/* targets and their resolution */
+	MemoryContext rowscxt;		/* the rows a batch collects: emptied at
+								 * the next batch, so a failed one leaks
+								 * nothing into the pass */
 	TimestampTz now;			/* the cutoff is computed from it */
 	uint32		writes_at_start;	/* the policy's table's write counter */
 	bool		listed;			/* targets listed (at the first batch) */
@@ -529,6 +532,8 @@ typedef struct TtlBatchResult
 	int64		skipped_locked;	/* rows skipped because another xact had them */
 	int64		left;			/* expired rows found and not deleted */
 	double		elapsed_ms;
+	bool		flush;			/* its commit waits for the WAL flush: user
+								 * code may have written outside (wal.c) */
 	/* the rows of the statement in flight: retried in parts if it fails */
 	Oid			tids_relid;
 	int			ntids;
@@ -565,11 +570,11 @@ extern bool ttl_purge_active(void);
  * ----------
  */
 extern bool ttl_origin_batch_begin(TtlPolicy *policy);
-extern void ttl_origin_for_helper(int k);
-extern void ttl_origin_helper_done(void);
 extern void ttl_origin_batch_end(void);
 extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
+extern const char *ttl_origin_failure(bool *news);
+extern int	ttl_origin_drop_unused(int capacity);
 
 /* ----------
  * The wall-time bound of a batch (timeout.c)
@@ -587,6 +592,7 @@ extern bool ttl_timeout_killed(void);
  */
 extern void ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass);
 extern void ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
+extern void ttl_batch_wal_flush(void);
 
 /* ----------
  * Whole-partition drops (partition.c)
@@ -679,12 +685,14 @@ extern void ttl_writes_note(Oid relid);
 extern void ttl_writes_bump(void);
 extern void ttl_writes_at_xact_end(bool commit);
 extern uint32 ttl_writes_count(Oid dboid, Oid relid);
+extern void ttl_writes_prepared(const char *gid);
+extern bool ttl_writes_finish_prepared(const char *gid, bool commit);
 
 /* ----------
  * Shared memory (shmem.c)
  * ----------
  */
-#define TTL_PHASE_LEN		32
+#define TTL_PHASE_LEN		48
 /* schema.table, both quoted: every character may be a doubled quote */
 #define TTL_QUALNAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
 
@@ -736,6 +744,7 @@ extern void ttl_shmem_publish_settings(void);
 
 /* worker side of its slot */
 extern bool ttl_slot_attach(Oid dboid);
+extern int	ttl_shmem_origin_claim(void);
 extern void ttl_slot_report_extension(bool installed);
 extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_must_leave(void);

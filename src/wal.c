@@ -16,7 +16,10 @@
  * may have copied elsewhere would be archived twice) or synchronous
  * standbys (the server promises that a commit survives a failover) ask for
  * the wait, or the application writes (yield.c): then the application's
- * next commit would flush our WAL, and pay for it.
+ * next commit would flush our WAL, and pay for it.  A batch that ran user
+ * code able to write outside the expired rows (a DELETE trigger, a DO ALSO
+ * rule: an outbox row a poller may deliver before a crash undoes it) waits
+ * too (ttl_batch_wal_flush), whatever the setting.
  *
  * Full-page images.  The first change to a page after a checkpoint logs
  * the whole page, and a drain changes every page its expired rows are on:
@@ -74,6 +77,22 @@ static const char *const ttl_wal_methods[] = {
 	[TTL_WAL_COMPRESSION_LZ4] = "lz4",
 	[TTL_WAL_COMPRESSION_ZSTD] = "zstd",
 };
+
+/*
+ * ttl_batch_wal_flush
+ *		Before the commit of a batch whose user code may have written
+ *		outside the expired rows (purge.c: a trigger, a DO ALSO rule): the
+ *		commit waits for the flush as synchronous_commit says, as the
+ *		owner's own statement's would.
+ */
+void
+ttl_batch_wal_flush(void)
+{
+	const char *value = GetConfigOptionResetString("synchronous_commit");
+
+	(void) set_config_option("synchronous_commit", value ? value : "on", PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
 
 /*
  * ttl_batch_wal_mode

@@ -113,6 +113,7 @@ typedef struct TtlSchedEntry
 	bool		next_expiry_unknown;
 	bool		caught_up;		/* the last pass ended with nothing left */
 	bool		warned_no_index;	/* said once that the index is missing */
+	bool		origin_waiting; /* its last batch waited for an origin */
 	bool		writes_known;	/* the counters below are valid */
 	int64		stat_writes;	/* inserts + updates (pgstat) at the last
 								 * pass's start, -1 = none */
@@ -240,6 +241,11 @@ ttl_worker_entry_new(TtlPolicy *p)
 	e->policy.filter = p->filter ? pstrdup(p->filter) : NULL;
 	e->policy.soft_column = p->soft_column ? pstrdup(p->soft_column) : NULL;
 	e->policy.time_zone = p->time_zone ? pstrdup(p->time_zone) : NULL;
+	if (p->nfilter_funcs > 0)
+	{
+		e->policy.filter_funcs = palloc(sizeof(Oid) * p->nfilter_funcs);
+		memcpy(e->policy.filter_funcs, p->filter_funcs, sizeof(Oid) * p->nfilter_funcs);
+	}
 	e->held = ttl_held_create(cxt);
 	MemoryContextSwitchTo(old);
 	return e;
@@ -365,6 +371,7 @@ ttl_worker_reload(void)
 				/* changed: a new pass, held rows and timers */
 				e = ttl_worker_entry_new(p);
 				e->retry_after = old->retry_after;
+				e->origin_waiting = old->origin_waiting;
 				e->rate_tokens = old->rate_tokens;
 				e->rate_refilled_at = old->rate_refilled_at;
 				e->rate_ready_at = old->rate_ready_at;
@@ -632,6 +639,29 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 }
 
 /*
+ * ttl_worker_origin_wait
+ *		The policy wants its changes marked and no replication origin could
+ *		be set up (origin.c): its batch waits, never runs unmarked.  The
+ *		policy is looked at again shortly (the set-up is retried), its pass
+ *		kept; the failure is counted once per run of them, with its reason.
+ */
+static void
+ttl_worker_origin_wait(TtlSchedEntry *e)
+{
+	bool		news;
+	const char *reason = ttl_origin_failure(&news);
+
+	ttl_origin_batch_end();
+	if (news)
+		ttl_stats_count_error(MyDatabaseId, &e->policy, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+							  psprintf("waiting for a replication origin: %s", reason));
+	ttl_pass_end(e->pass);
+	e->pass = NULL;
+	e->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_max_sleep);
+	e->origin_waiting = true;
+}
+
+/*
  * ttl_worker_visit
  *		One batch of one policy in its own transaction, with the error
  *		handling described at the top of this file.
@@ -660,7 +690,12 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	if (ttl_yield_busy())
 		pass->row_limit = Min(pass->row_limit, TTL_BUSY_BATCH_ROWS);
 
-	ttl_origin_batch_begin(&e->policy);
+	if (!ttl_origin_batch_begin(&e->policy))
+	{
+		ttl_worker_origin_wait(e);
+		return;
+	}
+	e->origin_waiting = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	ttl_batch_wal_mode(&e->policy, pass);
@@ -678,6 +713,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("ttl_index: purging expired rows of %s", relname));
 		ttl_purge_batch(&e->policy, pass, &result);
+		if (result.flush)
+			ttl_batch_wal_flush();
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -1136,7 +1173,10 @@ ttl_worker_run(void)
 	int64		deleted;
 	TimestampTz started;
 	int64		batch_us;
-	bool		any = ttl_worker_admit(now);
+	bool		any;
+	bool		origin_waiting;
+
+	any = ttl_worker_admit(now);
 
 	while (any)
 	{
@@ -1181,7 +1221,10 @@ ttl_worker_run(void)
 		any = ttl_worker_admit(GetCurrentTimestamp());
 	}
 
-	ttl_slot_set_phase("sleeping");
+	origin_waiting = false;
+	for (int i = 0; i < ScheduleLen; i++)
+		origin_waiting |= Schedule[i].e->origin_waiting;
+	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" : "sleeping");
 	now = GetCurrentTimestamp();
 	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 	for (int i = 0; i < ScheduleLen; i++)

@@ -32,8 +32,16 @@
  * as it goes, cover it for the worker, and the views do not use a prefix in
  * a database with a subscription.
  *
- * Locking: none (atomics).  The list of tables to bump is this backend's,
- * emptied at the end of each transaction.
+ * A prepared transaction's tables are kept in shared memory from its
+ * PREPARE to its COMMIT PREPARED, which bumps their counters as it
+ * commits: a COMMIT PREPARED then wakes the policies of the tables it
+ * wrote, not every policy of the database (hooks.c).  One COMMIT PREPARED
+ * per node of a Citus write, or one per XA transaction, would otherwise
+ * send every idle policy through a pass.
+ *
+ * Locking: none for the counters (atomics); the prepared transactions'
+ * tables under shmem.c's slots lock.  The list of tables to bump is this
+ * backend's, emptied at the end of each transaction.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +52,10 @@
 #include "port/atomics.h"
 #include "utils/memutils.h"
 
+#include "shmem.h"
 #include "ttl_index.h"
+
+static void ttl_writes_note_bucket(uint32 h);
 
 /* the tables this transaction wrote, as their buckets, bumped at commit */
 static uint32 *Noted = NULL;	/* in TopMemoryContext, grows as needed */
@@ -68,11 +79,18 @@ ttl_writes_hash(Oid dboid, Oid relid)
 void
 ttl_writes_note(Oid relid)
 {
-	uint32		h;
-
 	if (!ttl_shmem_ready() || !OidIsValid(relid))
 		return;
-	h = ttl_writes_hash(MyDatabaseId, relid);
+	ttl_writes_note_bucket(ttl_writes_hash(MyDatabaseId, relid));
+}
+
+/*
+ * ttl_writes_note_bucket
+ *		This transaction wrote a table of this bucket.
+ */
+static void
+ttl_writes_note_bucket(uint32 h)
+{
 	for (int i = 0; i < NNoted; i++)
 	{
 		if (Noted[i] == h)
@@ -111,6 +129,72 @@ ttl_writes_at_xact_end(bool commit)
 	if (commit)
 		ttl_writes_bump();
 	NNoted = 0;
+}
+
+/*
+ * ttl_writes_prepared
+ *		PREPARE TRANSACTION gid: keep the tables the transaction wrote, for
+ *		its COMMIT PREPARED to bump (see the top of the file), then forget
+ *		them here.  Too many tables, or no room: COMMIT PREPARED will not
+ *		find them, and wakes every policy of the database instead.
+ */
+void
+ttl_writes_prepared(const char *gid)
+{
+	TtlPrepared *p;
+
+	if (!ttl_shmem_ready() || gid == NULL || NNoted == 0)
+	{
+		NNoted = 0;
+		return;
+	}
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	p = ttl_shmem_prepared_find(gid, MyDatabaseId, true);
+	if (p != NULL)
+	{
+		p->n = NNoted <= TTL_PREPARED_BUCKETS ? NNoted : -1;
+		for (int i = 0; i < p->n; i++)
+			p->buckets[i] = Noted[i];
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	NNoted = 0;
+}
+
+/*
+ * ttl_writes_finish_prepared
+ *		COMMIT PREPARED (commit) or ROLLBACK PREPARED gid: the tables kept
+ *		at its PREPARE, noted for this transaction to bump as it commits
+ *		(the prepared one's rows become visible with it); the entry is
+ *		forgotten.  Returns false when they are not known (too many, no
+ *		room, or prepared before the server started): the caller wakes
+ *		every policy of the database.
+ */
+bool
+ttl_writes_finish_prepared(const char *gid, bool commit)
+{
+	TtlPrepared *p;
+	uint32		buckets[TTL_PREPARED_BUCKETS];
+	int			n = -1;
+
+	if (!ttl_shmem_ready())
+		return false;
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	p = ttl_shmem_prepared_find(gid, MyDatabaseId, false);
+	if (p != NULL)
+	{
+		n = p->n;
+		if (n > 0)
+			memcpy(buckets, p->buckets, sizeof(uint32) * n);
+		p->gid[0] = '\0';
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	if (!commit)
+		return true;
+	if (n < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		ttl_writes_note_bucket(buckets[i]);
+	return true;
 }
 
 /*

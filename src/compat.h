@@ -17,12 +17,26 @@
 
 #include "access/genam.h"
 #include "access/nbtree.h"
+#include "catalog/pg_database.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/wait_event.h"
 
 #if PG_VERSION_NUM < 150000
 #error "ttl_index needs PostgreSQL 15 or later"
+#endif
+
+/*
+ * PostgreSQL 15.4 (the minor releases of August 2023, "Handle DROP DATABASE
+ * getting interrupted") marks a database whose DROP DATABASE was
+ * interrupted as invalid (datconnlimit -2), tested by
+ * database_is_invalid_form().  Before 15.4 there were no invalid databases.
+ */
+#if PG_VERSION_NUM >= 150004
+#define ttl_database_is_invalid_form(datform) \
+	database_is_invalid_form(datform)
+#else
+#define ttl_database_is_invalid_form(datform)	((void) (datform), false)
 #endif
 
 /*

@@ -56,6 +56,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "shmem.h"
 #include "ttl_index.h"
 
@@ -136,7 +137,7 @@ ttl_launcher_list_databases(void)
 		TtlDbInfo  *info;
 
 		if (!db->datallowconn || db->datistemplate ||
-			database_is_invalid_form(db))
+			ttl_database_is_invalid_form(db))
 			continue;
 
 		old = MemoryContextSwitchTo(outer);

@@ -21,7 +21,7 @@
 #   18  PostgreSQL 18.3, built as 16 is, with Citus 14.0.1 built into it
 #       (the Citus test, t/021_citus.pl, runs there and skips elsewhere)
 #
-# t/023_pg_upgrade.pl upgrades a cluster of Debian's 15, with this tree's
+# t/025_pg_upgrade.pl upgrades a cluster of Debian's 15, with this tree's
 # ttl_index, to 16 and 18 with pg_upgrade; it skips on 15 itself and in the
 # Debian 13 root (no 15 there).
 #
@@ -83,7 +83,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	. "$here/test/lib.sh"
 	start=$(date +%s)
 	# in increasing order: 15 first, whose package the pg_upgrade test of
-	# 16 and 18 (t/023_pg_upgrade.pl) upgrades from
+	# 16 and 18 (t/025_pg_upgrade.pl) upgrades from
 	versions=$(printf '%s\n' $versions | sort -n | tr '\n' ' ')
 	versions=${versions% }
 	if [ $in_root = 0 ]; then
@@ -107,7 +107,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			failed=$((failed + 1))
 		fi
 	fi
-	# t/023_pg_upgrade.pl upgrades Debian's PostgreSQL 15 with this tree's
+	# t/025_pg_upgrade.pl upgrades Debian's PostgreSQL 15 with this tree's
 	# ttl_index (as its run installs it) to 16 and 18: without 15 in the
 	# run, install the tree there first
 	if [ $in_root = 0 ] && has_suite tap && [[ " $versions " != *" 15 "* ]] &&

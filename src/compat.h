@@ -5,10 +5,10 @@
  *	  against (15 to 18), in one place.
  *
  * Every guard tests the version that changed the API (PG_VERSION_NUM), not
- * the versions we happen to test, so a version in between (17, whose
- * sources we cannot test here) builds with the same code.  Each shim names
- * the upstream change.  Code outside this file calls the names defined
- * here and carries no version test of its own.
+ * the versions we happen to test, so a version or a minor release in
+ * between builds with the same code.  Each shim names the upstream change.
+ * Code outside this file calls the names defined here and carries no
+ * version test of its own.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +26,19 @@
 
 #if PG_VERSION_NUM < 150000
 #error "ttl_index needs PostgreSQL 15 or later"
+#endif
+
+/*
+ * PostgreSQL 15.4 (the minor releases of August 2023, "Handle DROP DATABASE
+ * getting interrupted") marks a database whose DROP DATABASE was
+ * interrupted as invalid (datconnlimit -2), tested by
+ * database_is_invalid_form().  Before 15.4 there were no invalid databases.
+ */
+#if PG_VERSION_NUM >= 150004
+#define ttl_database_is_invalid_form(datform) \
+	database_is_invalid_form(datform)
+#else
+#define ttl_database_is_invalid_form(datform)	((void) (datform), false)
 #endif
 
 /*
@@ -76,10 +89,10 @@
 #endif
 
 /*
- * PostgreSQL 18 dropped the snapshot argument of _bt_get_endpoint() (the
+ * PostgreSQL 17 dropped the snapshot argument of _bt_get_endpoint() (the
  * leaf at one end of a btree, returned pinned and share-locked).
  */
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 170000
 #define ttl_bt_leftmost_leaf(irel)	_bt_get_endpoint((irel), 0, false)
 #else
 #define ttl_bt_leftmost_leaf(irel)	_bt_get_endpoint((irel), 0, false, NULL)

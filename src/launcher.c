@@ -7,7 +7,9 @@
  *
  * The launcher is a static background worker connected to no database (it
  * reads only the shared catalog pg_database, and its settings are the
- * configuration's alone, which it publishes for owner.c).  Each loop:
+ * configuration's alone, which it publishes for owner.c).  It never runs in
+ * a server that pg_upgrade started (binary-upgrade mode), so no worker does
+ * either: workers are started by the launcher alone.  Each loop:
  *
  *	- a database it has never seen is probed: a worker is started, and if
  *	  the extension is not installed there, that worker says so in the slot
@@ -56,6 +58,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "shmem.h"
 #include "ttl_index.h"
 
@@ -136,7 +139,7 @@ ttl_launcher_list_databases(void)
 		TtlDbInfo  *info;
 
 		if (!db->datallowconn || db->datistemplate ||
-			database_is_invalid_form(db))
+			ttl_database_is_invalid_form(db))
 			continue;
 
 		old = MemoryContextSwitchTo(outer);
@@ -600,6 +603,14 @@ ttl_launcher_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+
+	/*
+	 * Under pg_upgrade (binary-upgrade mode) no launcher is registered
+	 * (_PG_init), so none starts a worker.  Should one start all the same,
+	 * it leaves at once; exit code 0 unregisters it, so it is not restarted.
+	 */
+	if (IsBinaryUpgrade)
+		proc_exit(0);
 
 	if (!ttl_shmem_launcher_attach())
 	{

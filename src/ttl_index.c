@@ -5,10 +5,11 @@
  *	  the hooks the extension installs.
  *
  * Loaded through shared_preload_libraries, the module reserves shared memory
- * (shmem.c), registers the launcher (launcher.c) and installs the utility
- * and executor hooks (hooks.c).  Loaded any other way (CREATE EXTENSION
- * without preloading), only the SQL functions work: ttl_runner() purges,
- * nothing purges automatically, and the stats view shows no counters.
+ * (shmem.c), registers the launcher (launcher.c; not in binary-upgrade
+ * mode, under pg_upgrade) and installs the utility and executor hooks
+ * (hooks.c).  Loaded any other way (CREATE EXTENSION without preloading),
+ * only the SQL functions work: ttl_runner() purges, nothing purges
+ * automatically, and the stats view shows no counters.
  * Every process that loads the module registers the transaction callbacks.
  *
  *-------------------------------------------------------------------------
@@ -293,7 +294,15 @@ _PG_init(void)
 	shmem_startup_hook = ttl_shmem_startup_hook;
 
 	ttl_hooks_install();
-	ttl_launcher_register();
+
+	/*
+	 * A server that pg_upgrade runs (binary-upgrade mode) must do nothing
+	 * but what pg_upgrade asks of it: no launcher, hence no worker reading
+	 * the catalogs or deleting rows while the schema is being restored.
+	 * The server started after the upgrade registers it as usual.
+	 */
+	if (!IsBinaryUpgrade)
+		ttl_launcher_register();
 }
 
 /*

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 #
 # test/deb.sh DIR: build the Debian package of the tree in DIR with
-# dpkg-buildpackage (pg_buildext, one package per PostgreSQL version
-# Debian supports: postgresql-15-ttl-index on Debian 12) and install it.
-# Run as root; test/run_tests.sh then runs the suites on PostgreSQL 15
-# against what the package installed.  The .deb is left in test/log/.
+# dpkg-buildpackage (pg_buildext, one package per PostgreSQL version the
+# machine supports: postgresql-15-ttl-index on Debian 12,
+# postgresql-17-ttl-index on Debian 13) and install it.  Run as root;
+# test/run_tests.sh then runs the suites on PostgreSQL 15 (and 17, in the
+# Debian 13 root of test/pg17_root.sh) against what the package installed.
+# The .deb is left in test/log/.
 set -euo pipefail
 dir=$(cd "${1:-$(dirname "$0")/..}" && pwd)
 version=$(dpkg-parsechangelog -l "$dir/debian/changelog" -S Version)
@@ -22,4 +24,6 @@ echo "== installing $(basename -a $debs | tr '\n' ' ')"
 dpkg -i $debs > /dev/null
 mkdir -p "$dir/test/log"
 cp $debs "$dir/test/log/"
-dpkg -L postgresql-15-ttl-index | grep -E '\.so$|\.control$'
+for deb in $debs; do
+	dpkg -L "$(dpkg-deb -f "$deb" Package)" | grep -E '\.so$|\.control$'
+done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/run_tests.sh [--pg "15 16 18"] [--suites "layers regress isolation tap bench deb"]
+# test/run_tests.sh [--pg "15 16 17 18"] [--suites "layers regress isolation tap bench deb"]
 #                   [--tap "t/001_worker.pl ..."]
 #
 # Installs what the tests need, builds the servers and the extension, then
@@ -12,10 +12,21 @@
 #       the .deb this tree builds (debian/, dpkg-buildpackage), so the suite
 #       also proves the package
 #   16  PostgreSQL 16.2, built from ../shared/sources with assertions on
-#   18  PostgreSQL 18.3, likewise, with Citus 14.0.1 built into it (the
-#       Citus test, t/021_citus.pl, runs there and skips elsewhere)
+#   17  Debian 13's package (postgresql-17, assertions off), in a Debian 13
+#       (trixie) root made with debootstrap (test/pg17_root.sh): this script
+#       runs again inside it (chroot, --in-root), where it builds the package
+#       postgresql-17-ttl-index with dpkg-buildpackage, installs it, and runs
+#       the same suites as that root's "postgres" user.  The benchmark's
+#       smoke run draws no chart there (no gnuplot in the root)
+#   18  PostgreSQL 18.3, built as 16 is, with Citus 14.0.1 built into it
+#       (the Citus test, t/021_citus.pl, runs there and skips elsewhere)
 #
-# The source builds are made once per machine and cached (test/pg_build.sh).
+# t/025_pg_upgrade.pl upgrades a cluster of Debian's 15, with this tree's
+# ttl_index, to 16 and 18 with pg_upgrade; it skips on 15 itself and in the
+# Debian 13 root (no 15 there).
+#
+# The source builds and the Debian 13 root are made once per machine and
+# cached under /var/cache/ttl_index (test/pg_build.sh, test/pg17_root.sh).
 # Every server log of a version's run is read afterwards: a "TRAP:" (failed
 # assertion), a "PANIC" or a process "terminated by signal" other than the
 # tests' own kill -9 counts as a failure, whatever the tests said.
@@ -25,25 +36,27 @@
 # runs each version's suites there as that user, since PostgreSQL refuses to
 # run as root.
 #
-# --pg: the versions to run (default "15 16 18"; "--pg 15" for quick work).
-# --suites: which suites (default all; "layers" checks the file layout of
-# docs/design.md once, test/layers.pl; "deb" builds and installs the
-# package for 15, else 15 gets a plain make install).  --tap: TAP files to
-# run (default all).  The same three can be given as TTL_PG_VERSIONS,
-# TTL_TEST_SUITES and TTL_TAP_TESTS.
+# --pg: the versions to run, in increasing order (default "15 16 17 18";
+# "--pg 15" for quick work).  --suites: which suites (default all; "layers"
+# checks the file layout of docs/design.md once, test/layers.pl; "deb"
+# builds and installs the package for 15 and 17, else they get a plain make
+# install).  --tap: TAP files to run (default all).  The same three can be
+# given as TTL_PG_VERSIONS, TTL_TEST_SUITES and TTL_TAP_TESTS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-versions=${TTL_PG_VERSIONS:-15 16 18}
+versions=${TTL_PG_VERSIONS:-15 16 17 18}
 suites=${TTL_TEST_SUITES:-layers regress isolation tap bench deb}
 taps=${TTL_TAP_TESTS:-}
 inner=0
+in_root=0
 while [ $# -gt 0 ]; do
 	case $1 in
 		--pg) versions=${2:?--pg needs versions}; shift ;;
 		--suites) suites=${2:?--suites needs suite names}; shift ;;
 		--tap) taps=${2:?--tap needs test files}; shift ;;
 		--inner) inner=1 ;;
+		--in-root) in_root=1 ;;
 		-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 		*) echo "run_tests.sh: unknown argument $1 (try --help)" >&2; exit 2 ;;
 	esac
@@ -51,10 +64,11 @@ while [ $# -gt 0 ]; do
 done
 has_suite() { [[ " $suites " == *" $1 "* ]]; }
 
-# pg_config_for VERSION: the pg_config of a version (builds it if needed)
+# pg_config_for VERSION: the pg_config of a version (builds it if needed;
+# 17 only inside the Debian 13 root)
 pg_config_for() {
-	if [ "$1" = 15 ]; then
-		echo /usr/lib/postgresql/15/bin/pg_config
+	if [ "$1" = 15 ] || [ "$1" = 17 ]; then
+		echo "/usr/lib/postgresql/$1/bin/pg_config"
 	elif [ "$1" = 18 ]; then
 		# with Citus 14.0.1 installed into it, for test/t/021_citus.pl
 		# (Citus 14 builds against 16 to 18; 18 is the one we test it on)
@@ -68,17 +82,23 @@ pg_config_for() {
 if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	. "$here/test/lib.sh"
 	start=$(date +%s)
-	ttl_packages postgresql-15 postgresql-server-dev-15 make gcc libipc-run-perl \
-		gnuplot-nox bc bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config \
-		postgresql-server-dev-all debhelper dpkg-dev postgresql-15-cron
-	ttl_postgres_user
+	# in increasing order: 15 first, whose package the pg_upgrade test of
+	# 16 and 18 (t/025_pg_upgrade.pl) upgrades from
+	versions=$(printf '%s\n' $versions | sort -n | tr '\n' ' ')
+	versions=${versions% }
+	if [ $in_root = 0 ]; then
+		ttl_packages postgresql-15 postgresql-server-dev-15 make gcc libipc-run-perl \
+			gnuplot-nox bc bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config \
+			postgresql-server-dev-all debhelper dpkg-dev postgresql-15-cron
+		ttl_postgres_user
+	fi
 	work=$(mktemp -d /tmp/ttl_index_test.XXXXXX)
 	trap 'rm -rf "$work"' EXIT
 	passed=0
 	failed=0
 	summary=""
 	# the layout of docs/design.md: no call up a floor, no cycle of files
-	if has_suite layers; then
+	if has_suite layers && [ $in_root = 0 ]; then
 		if perl "$here/test/layers.pl" "$here/src"; then
 			echo "ok - layers: calls go down the floors, no cycle"
 			passed=$((passed + 1))
@@ -87,35 +107,18 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			failed=$((failed + 1))
 		fi
 	fi
-	for v in $versions; do
-		vstart=$(date +%s)
-		if ! PG_CONFIG=$(pg_config_for "$v"); then
-			echo "not ok - PostgreSQL $v: could not build the server"
-			failed=$((failed + 1))
-			continue
-		fi
-		export PG_CONFIG
-		if [ "$v" = 15 ] && has_suite deb; then
-			if bash "$here/test/deb.sh" "$here"; then
-				echo "ok - the .deb builds and installs"
-				passed=$((passed + 1))
-			else
-				echo "not ok - the .deb builds and installs"
-				failed=$((failed + 1))
-				ttl_install_extension "$here"
-			fi
-		else
-			ttl_install_extension "$here"
-		fi
-		rm -rf "$work/tree"
-		cp -a "$here"/. "$work/tree"/
-		chown -R postgres "$work"
-		chmod 755 "$work" "$work/tree"
-		out=$(mktemp)
-		su postgres -s /bin/bash -c "PG_CONFIG='$PG_CONFIG' bash '$work/tree/test/run_tests.sh' --inner \
-			--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" 2>&1 | tee "$out" || true
-		line=$(tail -n 1 "$out")
-		rm -f "$out"
+	# t/025_pg_upgrade.pl upgrades Debian's PostgreSQL 15 with this tree's
+	# ttl_index (as its run installs it) to 16 and 18: without 15 in the
+	# run, install the tree there first
+	if [ $in_root = 0 ] && has_suite tap && [[ " $versions " != *" 15 "* ]] &&
+		[[ " $versions " == *" 16 "* || " $versions " == *" 18 "* ]]; then
+		PG_CONFIG=$TTL_DEBIAN_PG_CONFIG ttl_install_extension "$here"
+	fi
+
+	# count_run FILE: add the counts of a run's last line ("N passed, N
+	# failed") and set line to it
+	count_run() {
+		line=$(tail -n 1 "$1")
 		if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
 			passed=$((passed + BASH_REMATCH[1]))
 			failed=$((failed + BASH_REMATCH[2]))
@@ -124,15 +127,72 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			failed=$((failed + 1))
 			line="did not finish"
 		fi
-		# keep the logs of the run beside the tree, for whoever looks next
-		rm -rf "$here/test/log/pg$v"
-		mkdir -p "$here/test/log"
-		cp -a "$work/tree/test/log/pg$v" "$here/test/log/" 2>/dev/null || true
+	}
+
+	for v in $versions; do
+		vstart=$(date +%s)
+		out=$(mktemp)
+		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
+			# this script again, in the Debian 13 root, as root there: it
+			# builds and installs postgresql-17-ttl-index and runs the
+			# suites as that root's postgres user
+			if ! root=$(bash "$here/test/pg17_root.sh"); then
+				echo "not ok - PostgreSQL 17: could not make the Debian 13 root"
+				failed=$((failed + 1))
+				rm -f "$out"
+				continue
+			fi
+			rwork=$(mktemp -d "$root/tmp/ttl_index_test.XXXXXX")
+			cp -a "$here"/. "$rwork/tree"/
+			bash "$here/test/pg17_root.sh" run bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
+				--in-root --pg 17 --suites "$suites" ${taps:+--tap "$taps"} 2>&1 | tee "$out" || true
+			count_run "$out"
+			rm -rf "$here/test/log/pg17" "$here"/test/log/postgresql-17-ttl-index*.deb
+			mkdir -p "$here/test/log"
+			cp -a "$rwork/tree/test/log/pg17" "$rwork"/tree/test/log/postgresql-17-*.deb \
+				"$here/test/log/" 2>/dev/null || true
+			rm -rf "$rwork"
+		else
+			if ! PG_CONFIG=$(pg_config_for "$v"); then
+				echo "not ok - PostgreSQL $v: could not build the server"
+				failed=$((failed + 1))
+				rm -f "$out"
+				continue
+			fi
+			export PG_CONFIG
+			# 15 on Debian 12 and 17 on Debian 13 are tested as packaged
+			if { [ "$v" = 15 ] || [ "$v" = 17 ]; } && has_suite deb; then
+				if bash "$here/test/deb.sh" "$here"; then
+					echo "ok - the .deb builds and installs"
+					passed=$((passed + 1))
+				else
+					echo "not ok - the .deb builds and installs"
+					failed=$((failed + 1))
+					ttl_install_extension "$here"
+				fi
+			else
+				ttl_install_extension "$here"
+			fi
+			rm -rf "$work/tree"
+			cp -a "$here"/. "$work/tree"/
+			chown -R postgres "$work"
+			chmod 755 "$work" "$work/tree"
+			su postgres -s /bin/bash -c "PG_CONFIG='$PG_CONFIG' bash '$work/tree/test/run_tests.sh' --inner \
+				--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" 2>&1 | tee "$out" || true
+			count_run "$out"
+			# keep the logs of the run beside the tree, for whoever looks next
+			rm -rf "$here/test/log/pg$v"
+			mkdir -p "$here/test/log"
+			cp -a "$work/tree/test/log/pg$v" "$here/test/log/" 2>/dev/null || true
+		fi
+		rm -f "$out"
 		summary="$summary
 PostgreSQL $v: $line ($(($(date +%s) - vstart)) s)"
 	done
-	echo "== summary$summary
+	if [ $in_root = 0 ]; then
+		echo "== summary$summary
 whole run: $(($(date +%s) - start)) s"
+	fi
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
 	exit

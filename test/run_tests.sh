@@ -5,7 +5,7 @@
 #
 # Installs what the tests need, builds the servers and the extension, then
 # runs every suite (pg_regress, isolation, TAP, the benchmark's smoke run)
-# on each supported PostgreSQL, one version after another, on throwaway
+# on each supported PostgreSQL, two versions at a time, on throwaway
 # servers as an ordinary OS user.  The last line is "N passed, N failed".
 #
 #   15  Debian 12's package (postgresql-15); the extension is installed from
@@ -129,65 +129,136 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		fi
 	}
 
+	# Each version is made ready in turn (its server built, the extension
+	# installed from a copy of the tree of its own, the Debian 13 root
+	# made), then the versions' suites run in lanes side by side: a lane
+	# runs its versions one after another.  The suites mostly wait for
+	# states (a worker's pass, a standby's replay), so two lanes share two
+	# cores well and halve the run.  Each version has its own copy of the
+	# tree, its own regress and benchmark ports (run_tests.sh --inner), and
+	# the TAP servers of every lane take their ports through one lock
+	# directory (PG_TEST_PORT_DIR), in the Debian 13 root when there is
+	# one so that the run inside it shares it.  TTL_TEST_LANES=1 runs one
+	# version after another.
+	lanes=${TTL_TEST_LANES:-2}
+	root=""
+	ready=""
 	for v in $versions; do
-		vstart=$(date +%s)
-		out=$(mktemp)
+		mkdir -p "$work/v$v"
 		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
-			# this script again, in the Debian 13 root, as root there: it
-			# builds and installs postgresql-17-ttl-index and runs the
-			# suites as that root's postgres user
 			if ! root=$(bash "$here/test/pg17_root.sh"); then
 				echo "not ok - PostgreSQL 17: could not make the Debian 13 root"
 				failed=$((failed + 1))
-				rm -f "$out"
+				root=""
 				continue
 			fi
 			rwork=$(mktemp -d "$root/tmp/ttl_index_test.XXXXXX")
 			cp -a "$here"/. "$rwork/tree"/
-			bash "$here/test/pg17_root.sh" run bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
-				--in-root --pg 17 --suites "$suites" ${taps:+--tap "$taps"} 2>&1 | tee "$out" || true
-			count_run "$out"
+			echo "$rwork" > "$work/v$v/rwork"
+		else
+			if ! PG_CONFIG=$(pg_config_for "$v"); then
+				echo "not ok - PostgreSQL $v: could not build the server"
+				failed=$((failed + 1))
+				continue
+			fi
+			export PG_CONFIG
+			echo "$PG_CONFIG" > "$work/v$v/pg_config"
+			cp -a "$here"/. "$work/v$v/tree"/
+			# 15 on Debian 12 and 17 on Debian 13 are tested as packaged
+			if { [ "$v" = 15 ] || [ "$v" = 17 ]; } && has_suite deb; then
+				if bash "$here/test/deb.sh" "$work/v$v/tree"; then
+					echo "ok - the .deb builds and installs" > "$work/v$v/deb"
+				else
+					echo "not ok - the .deb builds and installs" > "$work/v$v/deb"
+					ttl_install_extension "$work/v$v/tree"
+				fi
+			else
+				ttl_install_extension "$work/v$v/tree"
+			fi
+			chown -R postgres "$work/v$v"
+			chmod 755 "$work" "$work/v$v" "$work/v$v/tree"
+		fi
+		ready="$ready $v"
+	done
+	portdir_inside=/var/tmp/ttl_index_ports
+	if [ -n "${TTL_PORT_DIR:-}" ]; then
+		portdir=$TTL_PORT_DIR	# in the root, the host's run gave it
+	elif [ -n "$root" ]; then
+		portdir=$root$portdir_inside
+	else
+		portdir=$work/ports
+	fi
+	mkdir -p "$portdir"
+	chmod 1777 "$portdir"
+
+	# run_version V: the suites of one version, its output in
+	# $work/v$V/out, its time in $work/v$V/time
+	run_version() {
+		local v=$1 t0
+		t0=$(date +%s)
+		echo "== PostgreSQL $v: started $(date -u +%H:%M:%S)"
+		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
+			# this script again, in the Debian 13 root, as root there: it
+			# builds and installs postgresql-17-ttl-index and runs the
+			# suites as that root's postgres user
+			local rwork
+			rwork=$(cat "$work/v$v/rwork")
+			bash "$here/test/pg17_root.sh" run env TTL_PORT_DIR=$portdir_inside \
+				bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
+				--in-root --pg 17 --suites "$suites" ${taps:+--tap "$taps"} \
+				> "$work/v$v/out" 2>&1 || true
 			rm -rf "$here/test/log/pg17" "$here"/test/log/postgresql-17-ttl-index*.deb
 			mkdir -p "$here/test/log"
 			cp -a "$rwork/tree/test/log/pg17" "$rwork"/tree/test/log/postgresql-17-*.deb \
 				"$here/test/log/" 2>/dev/null || true
 			rm -rf "$rwork"
 		else
-			if ! PG_CONFIG=$(pg_config_for "$v"); then
-				echo "not ok - PostgreSQL $v: could not build the server"
-				failed=$((failed + 1))
-				rm -f "$out"
-				continue
-			fi
-			export PG_CONFIG
-			# 15 on Debian 12 and 17 on Debian 13 are tested as packaged
-			if { [ "$v" = 15 ] || [ "$v" = 17 ]; } && has_suite deb; then
-				if bash "$here/test/deb.sh" "$here"; then
-					echo "ok - the .deb builds and installs"
-					passed=$((passed + 1))
-				else
-					echo "not ok - the .deb builds and installs"
-					failed=$((failed + 1))
-					ttl_install_extension "$here"
-				fi
-			else
-				ttl_install_extension "$here"
-			fi
-			rm -rf "$work/tree"
-			cp -a "$here"/. "$work/tree"/
-			chown -R postgres "$work"
-			chmod 755 "$work" "$work/tree"
-			su postgres -s /bin/bash -c "PG_CONFIG='$PG_CONFIG' bash '$work/tree/test/run_tests.sh' --inner \
-				--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" 2>&1 | tee "$out" || true
-			count_run "$out"
+			{
+				[ -f "$work/v$v/deb" ] && cat "$work/v$v/deb"
+				su postgres -s /bin/bash -c "PG_CONFIG='$(cat "$work/v$v/pg_config")' \
+					PG_TEST_PORT_DIR='$portdir' \
+					bash '$work/v$v/tree/test/run_tests.sh' --inner \
+					--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" || true
+			} > "$work/v$v/out" 2>&1
 			# keep the logs of the run beside the tree, for whoever looks next
 			rm -rf "$here/test/log/pg$v"
 			mkdir -p "$here/test/log"
-			cp -a "$work/tree/test/log/pg$v" "$here/test/log/" 2>/dev/null || true
+			cp -a "$work/v$v/tree/test/log/pg$v" "$here/test/log/" 2>/dev/null || true
 		fi
-		rm -f "$out"
+		echo $(($(date +%s) - t0)) > "$work/v$v/time"
+		echo "== PostgreSQL $v: finished $(date -u +%H:%M:%S), $(cat "$work/v$v/time") s"
+	}
+
+	set -- $ready
+	lane_pids=""
+	for ((l = 0; l < lanes && l < $#; l++)); do
+		(
+			i=0
+			for v in $ready; do
+				[ $((i % lanes)) = $l ] && run_version "$v"
+				i=$((i + 1))
+			done
+		) &
+		lane_pids="$lane_pids $!"
+	done
+	for pid in $lane_pids; do
+		wait "$pid" || true
+	done
+
+	for v in $ready; do
+		# the version's own output, whole, then its count (a deb check of
+		# 15 counts inside it; 17's run counts its own)
+		cat "$work/v$v/out"
+		if [ -f "$work/v$v/deb" ]; then
+			if grep -q '^ok - the .deb' "$work/v$v/deb"; then
+				passed=$((passed + 1))
+			else
+				failed=$((failed + 1))
+			fi
+		fi
+		count_run "$work/v$v/out"
 		summary="$summary
-PostgreSQL $v: $line ($(($(date +%s) - vstart)) s)"
+PostgreSQL $v: $line ($(cat "$work/v$v/time" 2>/dev/null || echo '?') s)"
 	done
 	if [ $in_root = 0 ]; then
 		echo "== summary$summary
@@ -283,6 +354,8 @@ if has_suite bench; then
 	# the benchmark suite at tiny sizes (about a minute): checks that the
 	# harness works and its figures are sane, not the performance targets
 	echo "== bench (test/bench/run.sh --smoke)"
+	# a port of its own per version: another version's lane may run it too
+	export TTL_BENCH_PORT=$((55300 + ${v%%.*}))
 	if bash "$here/test/bench/run.sh" --smoke --out "$logdir/bench" > "$logdir/bench.out" 2>&1 &&
 		grep -q '^== summary' "$logdir/bench.out"; then
 		sed -n '/^== summary/,$p' "$logdir/bench.out"

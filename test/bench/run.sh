@@ -87,7 +87,7 @@ else
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
-port=55496
+port=${TTL_BENCH_PORT:-55496}
 
 mkdir -p "$out"
 [ -w "$out" ] || { echo "run.sh: cannot write to $out" >&2; exit 1; }

@@ -702,8 +702,22 @@ COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 
+-- What the worker's last pass found of each policy's backlog (views.c):
+-- stalled says why expired rows stay once the oldest has waited
+-- ttl_index.stalled_after; oldest_expiry (for those who may see lag) is the
+-- expiry of the oldest expired row the pass left.  Every role may call it,
+-- as every role may read ttl_index_stats; it runs no user code.
+CREATE FUNCTION @extschema@.ttl_index_policy_health(
+	OUT policy_id integer,
+	OUT stalled text,
+	OUT oldest_expiry timestamptz,
+	OUT checked_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_index_policy_health'
+LANGUAGE C STRICT;
+
 -- ttl_index_stats shows each policy's time zone (NULL: not a timestamp or
--- date key).
+-- date key) and whether it is stalled, and why.
 CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
 	WITH cluster AS MATERIALIZED (
 		SELECT n.policy_id,
@@ -760,8 +774,10 @@ CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.expiry_rate, 0) AS expiry_rate,
 		   coalesce(s.delete_rate, 0) AS delete_rate,
 		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind,
-		   p.time_zone
+		   p.time_zone,
+		   h.stalled
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
-	  LEFT JOIN cluster c ON c.policy_id = p.id;
+	  LEFT JOIN cluster c ON c.policy_id = p.id
+	  LEFT JOIN @extschema@.ttl_index_policy_health() h ON h.policy_id = p.id;
 

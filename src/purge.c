@@ -80,6 +80,7 @@
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "pgtime.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
@@ -103,6 +104,9 @@
 #define TTL_MIN_BATCH_ROWS		16
 /* look at the clock every this many index entries */
 #define TTL_CLOCK_EVERY			64
+
+static void ttl_set_resume_at(TtlPass *pass, TtlTarget *t, Datum key,
+							  ItemPointer tid, int64 dups);
 
 /*
  * What a batch holds open, so that one path releases it.
@@ -281,11 +285,29 @@ ttl_pass_end(TtlPass *pass)
 /*
  * ttl_set_resume
  *		Remember the key the next batch of the target resumes from, across
- *		transactions (in the pass's memory).
+ *		transactions (in the pass's memory): every entry of that key.
  */
 static void
 ttl_set_resume(TtlPass *pass, TtlTarget *t, Datum key)
 {
+	ttl_set_resume_at(pass, t, key, NULL, 0);
+}
+
+/*
+ * ttl_set_resume_at
+ *		Remember where the next batch resumes: past the entry of key at tid,
+ *		the dups-th entry of that key the pass read (see ttl_batch_scan);
+ *		with no tid, at the first entry of key.
+ */
+static void
+ttl_set_resume_at(TtlPass *pass, TtlTarget *t, Datum key, ItemPointer tid,
+				  int64 dups)
+{
+	if (tid != NULL)
+		ItemPointerCopy(tid, &t->resume_tid);
+	else
+		ItemPointerSetInvalid(&t->resume_tid);
+	t->resume_dups = tid != NULL ? dups : 0;
 	if (t->have_resume && !t->keybyval)
 		pfree(DatumGetPointer(t->resume_key));
 	if (t->keybyval)
@@ -304,6 +326,51 @@ ttl_set_resume(TtlPass *pass, TtlTarget *t, Datum key)
  * A batch: begin
  * ----------
  */
+
+/* ttl_runner() in a transaction block leaves the caller's alone (below) */
+static bool ConstraintsImmediate = true;
+
+/*
+ * ttl_purge_constraints_immediate
+ *		Whether batches set their constraints immediate (see below);
+ *		ttl_runner() says so as it starts, from its caller's state.
+ */
+void
+ttl_purge_constraints_immediate(bool on)
+{
+	ConstraintsImmediate = on;
+}
+
+/*
+ * ttl_batch_constraints_immediate
+ *		SET CONSTRAINTS ALL IMMEDIATE for the batch's transaction.
+ *
+ * The batch runs the owner's code in a security-restricted operation, past
+ * whose end PostgreSQL refuses to queue a deferred trigger: a deferred
+ * foreign key or constraint trigger on the table would fail every batch,
+ * even one that accepts every row.  Fired at the end of the batch's
+ * statement instead, as the owner, a trigger's refusal is the refusal of
+ * some rows, which the batch holds (held.c) as it holds any other.
+ *
+ * The worker's batches each have a transaction of their own.  ttl_runner()
+ * runs in its caller's: outside a transaction block nothing of the
+ * caller's is pending and the state ends with the statement; inside one,
+ * the caller's SET CONSTRAINTS and deferred events are the caller's, and
+ * stay as they are (a deferred trigger then fails the policy there; the
+ * reference says to call it outside a transaction block).
+ */
+static void
+ttl_batch_constraints_immediate(void)
+{
+	ConstraintsSetStmt *stmt;
+
+	if (!ConstraintsImmediate)
+		return;
+	stmt = makeNode(ConstraintsSetStmt);
+	stmt->constraints = NIL;
+	stmt->deferred = false;
+	AfterTriggerSetState(stmt);
+}
 
 /*
  * ttl_batch_begin
@@ -361,6 +428,7 @@ ttl_batch_begin(TtlBatch *b)
 		return TTL_BATCH_LOCKED;
 
 	/* from here on, anything that may run user code runs as the owner */
+	ttl_batch_constraints_immediate();
 	ttl_owner_enter(ttl_table_owner(b->policy->relid), &b->save);
 	b->as_owner = true;
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -703,6 +771,18 @@ typedef struct TtlTake
 } TtlTake;
 
 /*
+ * Where a scan stopped (ttl_batch_scan), for ttl_batch_finish.
+ */
+typedef struct TtlScanEnd
+{
+	bool		have_last;		/* an entry with a key was read */
+	Datum		last_key;		/* its key (in the caller's keycxt) */
+	ItemPointerData last_tid;	/* its heap TID */
+	int64		dups;			/* entries of last_key read in the pass */
+	bool		advanced;		/* read past where it resumed */
+} TtlScanEnd;
+
+/*
  * ttl_batch_begin_scan
  *		An index scan of the target from where the last batch of the pass
  *		stopped, or else from past the known-dead prefix, up to the cutoff.
@@ -950,14 +1030,25 @@ ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
  *		Range-scan the target's index from where the last batch stopped to
  *		the cutoff, taking each row (ttl_batch_take_row), then run the
  *		statement over the rows collected.  Returns whether it stopped at a
- *		bound (rows, time: more to do) rather than at the cutoff.  Sets
- *		*have_last and *last_key (in keycxt) to the last key read.  The
- *		known-dead prefix (skip.c) is told of each page and of the first
- *		entry that is not dead.
+ *		bound (rows, time: more to do) rather than at the cutoff.  Sets *end
+ *		to the last entry read (its key in keycxt).  The known-dead prefix
+ *		(skip.c) is told of each page and of the first entry that is not
+ *		dead.
+ *
+ * Resuming inside a run of one key.  The scan resumes at the key where the
+ * last batch stopped, and steps over the entries of that key the last
+ * batch read, without visiting the heap: those up to the heap TID it
+ * stopped at, where the index orders equal keys by heap TID (every btree
+ * since PostgreSQL 12), else as many as it read.  A run of entries the
+ * batches cannot take (held rows, rows the filter rejects, more than a
+ * batch's time of them) is so crossed once per pass, batch after batch,
+ * instead of stopping every pass at its start.  Stepping over re-reads only
+ * index entries, not bounded by the batch's time (it is bounded by the
+ * run), so that each batch gets past where the last one stopped.
  */
 static bool
 ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
-			   bool *have_last, Datum *last_key)
+			   TtlScanEnd *end)
 {
 	TtlTarget  *t = b->target;
 	TtlTake		take;
@@ -968,40 +1059,85 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	BlockNumber last_block = InvalidBlockNumber;
 	bool		stopped = false;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		stepping;
+	bool		by_tid = false;
+	FmgrInfo	eq;
 
 	ttl_take_begin(b, &take);
 	slot = table_slot_create(b->rel, NULL);
+	stepping = t->have_resume &&
+		(ItemPointerIsValid(&t->resume_tid) || t->resume_dups > 0);
+	if (stepping)
+	{
+		bool		allequalimage;
+
+		_bt_metaversion(b->irel, &by_tid, &allequalimage);
+		fmgr_info(get_opcode(get_opfamily_member(b->irel->rd_opfamily[0],
+												 t->keytype, t->keytype,
+												 BTEqualStrategyNumber)),
+				  &eq);
+	}
 	scan = ttl_batch_begin_scan(b);
-	*have_last = false;
+	end->have_last = false;
+	end->dups = 0;
+	end->advanced = false;
+	ItemPointerSetInvalid(&end->last_tid);
 	while (take.ntids < take.limit)
 	{
 		bool		isnull;
 		Datum		key;
 		ItemPointer tid;
 		bool		dead;
+		bool		same;
 
 		CHECK_FOR_INTERRUPTS();
 		/* index_getnext_slot(), looking at the entries it would pass over */
 		if ((tid = index_getnext_tid(scan, ForwardScanDirection)) == NULL)
 			break;
+		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
+						 end->have_last, end->last_key);
+
+		/* the same key as the entry before (or as the resume point) */
+		if (stepping)
+			same = !isnull &&
+				DatumGetBool(FunctionCall2Coll(&eq, b->irel->rd_indcollation[0],
+											   key, t->resume_key));
+		else
+			same = !isnull && end->have_last &&
+				datumIsEqual(key, end->last_key, t->keybyval, t->keylen);
+		if (stepping && same &&
+			(by_tid ? ItemPointerCompare(tid, &t->resume_tid) <= 0 :
+			 end->dups < t->resume_dups))
+		{
+			/* read by an earlier batch of the pass: step over it */
+			end->dups++;
+			end->have_last = true;
+			end->last_key = t->resume_key;
+			continue;
+		}
+		if (stepping && !same)
+			end->dups = 0;
+		stepping = false;
+		end->advanced = true;
+		end->dups = same ? end->dups + 1 : 1;
+		ItemPointerCopy(tid, &end->last_tid);
+
 		seen++;
 		if (ItemPointerGetBlockNumber(tid) != last_block)
 			jumps++;
 		last_block = ItemPointerGetBlockNumber(tid);
-		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
-		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
-						 *have_last, *last_key);
-		*have_last = !isnull;
-		if (*have_last && t->keybyval)
-			*last_key = key;
-		else if (*have_last)
+		end->have_last = !isnull;
+		if (end->have_last && t->keybyval)
+			end->last_key = key;
+		else if (end->have_last)
 		{
 			/* the index tuple goes with the scan: keep a copy */
 			MemoryContext old;
 
 			MemoryContextReset(keycxt);
 			old = MemoryContextSwitchTo(keycxt);
-			*last_key = datumCopy(key, false, t->keylen);
+			end->last_key = datumCopy(key, false, t->keylen);
 			MemoryContextSwitchTo(old);
 		}
 
@@ -1055,26 +1191,25 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
  */
 static TtlBatchOutcome
 ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
-				 bool have_last, Datum last_key)
+				 TtlScanEnd *end)
 {
 	TtlTarget  *t = b->target;
 	TtlPass    *pass = b->pass;
 	TtlBatchOutcome outcome = stopped ? TTL_BATCH_MORE : TTL_BATCH_DONE;
 	TimestampTz next;
 
-	/* no progress at all: give up on this pass rather than spin */
-	if (stopped && have_last && t->have_resume && result->deleted == 0 &&
-		datumIsEqual(last_key, t->resume_key, t->keybyval, t->keylen))
+	/* no entry read past where it resumed: give up on this pass, not spin */
+	if (stopped && !end->advanced)
 		outcome = TTL_BATCH_DONE;
-	if (have_last)
-		ttl_set_resume(pass, t, last_key);
+	if (end->have_last && end->advanced)
+		ttl_set_resume_at(pass, t, end->last_key, &end->last_tid, end->dups);
 	if (outcome != TTL_BATCH_DONE)
 		return outcome;
 
 	/* everything below the cutoff was dead or deleted: the prefix ends here */
 	if (t->skip.tracking)
 	{
-		if (have_last)
+		if (end->have_last)
 			ttl_skip_stop(t);
 		else
 			t->skip.tracking = false;
@@ -1137,10 +1272,10 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	TtlBatchOutcome outcome;
 	MemoryContext keycxt;
 	bool		stopped;
-	bool		have_last = false;
-	Datum		last_key = (Datum) 0;
+	TtlScanEnd	end;
 
 	memset(&b, 0, sizeof(b));
+	memset(&end, 0, sizeof(end));
 	b.policy = policy;
 	b.pass = pass;
 	b.target = t;
@@ -1186,8 +1321,8 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 
 	keycxt = AllocSetContextCreate(CurrentMemoryContext, "ttl_index key",
 								   ALLOCSET_SMALL_SIZES);
-	stopped = ttl_batch_scan(&b, result, keycxt, &have_last, &last_key);
-	outcome = ttl_batch_finish(&b, result, stopped, have_last, last_key);
+	stopped = ttl_batch_scan(&b, result, keycxt, &end);
+	outcome = ttl_batch_finish(&b, result, stopped, &end);
 
 	/*
 	 * A third full batch in a pass on a scattered target whose key is a
@@ -1212,12 +1347,12 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	 * batch everywhere cost a short drain of slow rows (TOASTed, 80,000
 	 * rows in 0.6 s) a third of its time before the helper came.
 	 */
-	if (outcome == TTL_BATCH_MORE && have_last && t->keybyval && !t->parallel &&
+	if (outcome == TTL_BATCH_MORE && end.have_last && t->keybyval && !t->parallel &&
 		!t->have_stop && !t->sweep && result->deleted > 0 && pass->job_id == 0 &&
 		pass->pass_batches >= (t->scattered && t->ttl_attnum == 0 ? 2 : 1))
 	{
 		pass->split = t;
-		pass->split_from = last_key;
+		pass->split_from = end.last_key;
 	}
 	ttl_batch_end(&b);
 	MemoryContextDelete(keycxt);

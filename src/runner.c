@@ -274,6 +274,8 @@ ttl_runner(PG_FUNCTION_ARGS)
 				 errdetail("A trigger, rule or function that a purge runs called it.")));
 	ttl_targets_init();
 	policies = ttl_load_policies(CurrentMemoryContext);
+	/* in a transaction block, SET CONSTRAINTS is the caller's (purge.c) */
+	ttl_purge_constraints_immediate(!IsTransactionBlock());
 	ttl_stats_defer(true);
 	foreach(lc, policies)
 	{
@@ -287,5 +289,6 @@ ttl_runner(PG_FUNCTION_ARGS)
 		total += ttl_runner_policy(p, now);
 	}
 	ttl_stats_defer(false);
+	ttl_purge_constraints_immediate(true);
 	PG_RETURN_INT64(total);
 }

@@ -126,6 +126,7 @@ typedef struct TtlStatsEntry
 	Oid			prefix_indexoid;
 	Datum		prefix_key;		/* a by-value key */
 	uint32		prefix_writes;	/* the table's write counter it holds for */
+	TtlHealth	health;			/* the worker's, not saved to the file */
 } TtlStatsEntry;
 
 /*

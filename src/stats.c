@@ -136,6 +136,7 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 		{
 			memset(&entry->c, 0, sizeof(TtlStatsCounters));
 			entry->prefix_relid = InvalidOid;
+			memset(&entry->health, 0, sizeof(TtlHealth));
 			SpinLockInit(&entry->mutex);
 		}
 	}
@@ -696,4 +697,53 @@ ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c)
 	}
 	LWLockRelease(lock);
 	return found;
+}
+
+/*
+ * ttl_stats_publish_health
+ *		The worker's account of a policy's backlog after a pass (see
+ *		TtlHealth).
+ */
+void
+ttl_stats_publish_health(Oid dboid, int32 policy_id, const TtlHealth *h)
+{
+	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
+
+	if (e == NULL)
+		return;
+	SpinLockAcquire(&e->mutex);
+	e->health = *h;
+	e->health.known = true;
+	SpinLockRelease(&e->mutex);
+	LWLockRelease(ttl_shmem_stats_lock());
+}
+
+/*
+ * ttl_stats_health
+ *		The last account published for a policy: false when there is none
+ *		(no worker has finished a pass of it since the server started).
+ */
+bool
+ttl_stats_health(Oid dboid, int32 policy_id, TtlHealth *h)
+{
+	HTAB	   *hash = ttl_shmem_stats_hash();
+	TtlStatsKey k;
+	TtlStatsEntry *e;
+
+	memset(h, 0, sizeof(TtlHealth));
+	if (hash == NULL)
+		return false;
+	memset(&k, 0, sizeof(k));
+	k.dboid = dboid;
+	k.policy_id = policy_id;
+	LWLockAcquire(ttl_shmem_stats_lock(), LW_SHARED);
+	e = hash_search(hash, &k, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		SpinLockAcquire(&e->mutex);
+		*h = e->health;
+		SpinLockRelease(&e->mutex);
+	}
+	LWLockRelease(ttl_shmem_stats_lock());
+	return h->known;
 }

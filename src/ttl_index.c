@@ -38,6 +38,7 @@ int			ttl_max_standby_lag = 1024;
 int			ttl_max_slot_lag = 4096;
 bool		ttl_keep_up = true;
 int			ttl_behind_warning = 300;
+int			ttl_stalled_after = 300;
 int			ttl_batch_size = 10000;
 int			ttl_batch_time = 200;
 int			ttl_batch_timeout = -1;
@@ -129,6 +130,13 @@ _PG_init(void)
 							"How long a policy's backlog must have grown, pass after pass, before a WARNING says so.",
 							NULL,
 							&ttl_behind_warning, 300, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.stalled_after",
+							"How long a policy's oldest expired row must have waited before ttl_index_stats says why in its stalled column.",
+							NULL,
+							&ttl_stalled_after, 300, 0, 86400 * 30,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 

@@ -100,6 +100,7 @@ extern int	ttl_max_standby_lag;
 extern int	ttl_max_slot_lag;
 extern bool ttl_keep_up;
 extern int	ttl_behind_warning;		/* s */
+extern int	ttl_stalled_after;		/* s */
 extern int	ttl_batch_size;
 extern int	ttl_batch_time;			/* ms */
 extern int	ttl_batch_timeout;		/* ms, -1 = derived, 0 = none */
@@ -327,6 +328,9 @@ typedef struct TtlTarget
 	bool		done;			/* reached the cutoff (or gone) */
 	bool		have_resume;
 	Datum		resume_key;		/* by-reference keys live in cxt's parent */
+	/* where in the run of entries of resume_key (purge.c, ttl_batch_scan) */
+	ItemPointerData resume_tid; /* the last one read; invalid: from its start */
+	int64		resume_dups;	/* how many of them were read */
 	List	   *retry;			/* of TtlTidGroup: rows of a failed batch,
 								 * retried in parts */
 	/* a sweep of the heap in block order (purge.c, ttl_batch_sweep) */
@@ -564,6 +568,7 @@ extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
 							 bool *held_one, TtlTarget **held_table);
 extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
 extern bool ttl_purge_active(void);
+extern void ttl_purge_constraints_immediate(bool on);
 
 /* ----------
  * The replication origin of the worker's changes (origin.c)
@@ -654,6 +659,28 @@ typedef struct TtlStatsCounters
 	int			last_error_code;	/* SQLSTATE, packed */
 	char		last_error[256];
 } TtlStatsCounters;
+
+/*
+ * What the worker last found of a policy's backlog, published at the end of
+ * each pass (and when a pass cannot run): the views read it instead of
+ * running the owner's filter in the reader's session, and say from it
+ * whether the policy is stalled.
+ */
+#define TTL_STALL_LEN		48
+
+typedef struct TtlHealth
+{
+	bool		known;			/* published since the server started */
+	TimestampTz oldest_expiry;	/* expiry of the oldest expired row left
+								 * after the pass; 0: none; DT_NOBEGIN:
+								 * unknown */
+	TimestampTz next_expiry;	/* the next row to expire; 0: none known */
+	TimestampTz at;				/* when it was published */
+	char		reason[TTL_STALL_LEN];	/* why rows stay; "": nothing */
+} TtlHealth;
+
+extern void ttl_stats_publish_health(Oid dboid, int32 policy_id, const TtlHealth *h);
+extern bool ttl_stats_health(Oid dboid, int32 policy_id, TtlHealth *h);
 
 extern void ttl_stats_init(void);
 extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,

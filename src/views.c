@@ -44,6 +44,9 @@ PG_FUNCTION_INFO_V1(ttl_index_policy_stats);
 PG_FUNCTION_INFO_V1(ttl_index_progress);
 PG_FUNCTION_INFO_V1(ttl_index_databases);
 PG_FUNCTION_INFO_V1(ttl_index_stats_reset);
+PG_FUNCTION_INFO_V1(ttl_index_policy_health);
+
+#define TTL_HEALTH_COLS		4
 
 /*
  * ttl_views_may_see
@@ -71,6 +74,44 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 {
 	TimestampTz expires_at;
 	double		estimate;
+	TtlHealth	h;
+
+	/*
+	 * A filter is the owner's code: the reader's session never runs it (a
+	 * reader's settings, cancels and transaction are none of the owner's
+	 * business).  What the worker's last pass saw stands in for a probe.
+	 */
+	if (p->filter != NULL)
+	{
+		Interval   *lag;
+
+		if (!may_see || !ttl_stats_health(MyDatabaseId, p->id, &h) ||
+			h.oldest_expiry == DT_NOBEGIN)
+		{
+			nulls[i++] = true;
+			nulls[i++] = true;
+			nulls[i++] = true;
+			return i;
+		}
+		lag = palloc0(sizeof(Interval));
+		if (h.oldest_expiry != 0 && h.oldest_expiry < now)
+			lag->time = now - h.oldest_expiry;
+		else if (h.next_expiry != 0 && !TIMESTAMP_NOT_FINITE(h.next_expiry) &&
+				 h.next_expiry < now)
+			lag->time = now - h.next_expiry;
+		values[i++] = IntervalPGetDatum(lag);
+		/* the planner's statistics say nothing of a filter */
+		if (lag->time == 0)
+			values[i++] = Int64GetDatum(0);
+		else
+			nulls[i++] = true;
+		if (h.next_expiry == 0 || TIMESTAMP_NOT_FINITE(h.next_expiry))
+			nulls[i] = true;
+		else
+			values[i] = TimestampTzGetDatum(h.next_expiry);
+		i++;
+		return i;
+	}
 
 	switch (may_see ? ttl_probe_oldest(p, &expires_at) : TTL_PROBE_UNKNOWN)
 	{
@@ -373,4 +414,71 @@ ttl_index_stats_reset(PG_FUNCTION_ARGS)
 	}
 	ttl_stats_reset(MyDatabaseId, ids);
 	PG_RETURN_VOID();
+}
+
+/*
+ * ttl_views_stalled
+ *		Why a policy's expired rows stay, when they have stayed longer than
+ *		ttl_index.stalled_after (or the worker cannot tell how long: no
+ *		usable index, failing batches, no replication origin); NULL when
+ *		nothing is wrong.
+ */
+static const char *
+ttl_views_stalled(TtlHealth *h, TimestampTz now)
+{
+	if (!h->known || h->reason[0] == '\0' || h->oldest_expiry == 0)
+		return NULL;
+	if (h->oldest_expiry == DT_NOBEGIN)
+		return h->reason;
+	if (now - h->oldest_expiry >= (int64) ttl_stalled_after * USECS_PER_SEC)
+		return h->reason;
+	return NULL;
+}
+
+/*
+ * ttl_index_policy_health
+ *		One row per policy of the current database that a worker has looked
+ *		at since the server started: whether it is stalled and why (for
+ *		every reader: it says nothing of the data), the expiry of its oldest
+ *		expired row as the worker's last pass saw it (for those who may see
+ *		the backlog, as for lag), and when the worker looked.
+ */
+Datum
+ttl_index_policy_health(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != TTL_HEALTH_COLS)
+		elog(ERROR, "ttl_index_policy_health: unexpected number of result columns %d",
+			 rsinfo->setDesc->natts);
+
+	foreach(lc, ttl_load_policies(CurrentMemoryContext))
+	{
+		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
+		TtlHealth	h;
+		Datum		values[TTL_HEALTH_COLS];
+		bool		nulls[TTL_HEALTH_COLS];
+		const char *stalled;
+
+		if (!ttl_stats_health(MyDatabaseId, p->id, &h))
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(p->id);
+		stalled = ttl_views_stalled(&h, now);
+		if (stalled != NULL)
+			values[1] = CStringGetTextDatum(stalled);
+		else
+			nulls[1] = true;
+		if (h.oldest_expiry == 0 || h.oldest_expiry == DT_NOBEGIN ||
+			!ttl_views_may_see(p->relid))
+			nulls[2] = true;
+		else
+			values[2] = TimestampTzGetDatum(h.oldest_expiry);
+		values[3] = TimestampTzGetDatum(h.at);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -114,6 +114,8 @@ typedef struct TtlSchedEntry
 	bool		caught_up;		/* the last pass ended with nothing left */
 	bool		warned_no_index;	/* said once that the index is missing */
 	bool		origin_waiting; /* its last batch waited for an origin */
+	TimestampTz oldest_expiry;	/* as the last pass's probe saw it
+								 * (TtlHealth) */
 	bool		writes_known;	/* the counters below are valid */
 	int64		stat_writes;	/* inserts + updates (pgstat) at the last
 								 * pass's start, -1 = none */
@@ -144,6 +146,7 @@ static void ttl_worker_watch(TtlSchedEntry *e, TtlPass *pass);
 static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 static bool ttl_worker_nap(const char *phase, long ms);
 static void ttl_worker_entry_free(TtlSchedEntry *e);
+static void ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass);
 
 /*
  * A policy's place in the schedule.  due is TTL_DUE_IN_PASS while the entry
@@ -574,6 +577,7 @@ ttl_worker_rest(TtlSchedEntry *e, int sqlerrcode, const char *message,
 			 hint ? errhint("%s", hint) : 0,
 			 context ? errcontext("%s", context) : 0));
 	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode, message);
+	ttl_worker_health(e, "errors", NULL);
 	ttl_pass_end(e->pass);
 	e->pass = NULL;
 	e->retry_after = TimestampTzPlusMilliseconds(now, ttl_error_delay * 1000L);
@@ -615,8 +619,10 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 				e->next_check = Min(e->next_check,
 									Max(e->next_expiry,
 										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
+			ttl_worker_health(e, NULL, pass);
 			break;
 		case TTL_BATCH_NO_INDEX:
+			ttl_worker_health(e, "no usable index", NULL);
 			/* warn once; during a restore the index comes moments later */
 			if (!e->warned_no_index)
 			{
@@ -655,6 +661,7 @@ ttl_worker_origin_wait(TtlSchedEntry *e)
 	if (news)
 		ttl_stats_count_error(MyDatabaseId, &e->policy, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
 							  psprintf("waiting for a replication origin: %s", reason));
+	ttl_worker_health(e, "waiting for a replication origin", NULL);
 	ttl_pass_end(e->pass);
 	e->pass = NULL;
 	e->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_max_sleep);
@@ -789,6 +796,113 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		/* the helpers hold the last slices: wait for one to end */
 		(void) ttl_worker_nap("waiting for helpers", 100);
 	}
+}
+
+/*
+ * ttl_worker_probe_oldest
+ *		The expiry of the policy's oldest expired row, read from its index
+ *		in a transaction of its own (probe.c: the owner's filter runs as the
+ *		owner, in a subtransaction); 0 when no row has expired, DT_NOBEGIN
+ *		when it cannot be read.  An error is the probe's, never the
+ *		policy's: the answer is then unknown.
+ */
+static TimestampTz
+ttl_worker_probe_oldest(TtlSchedEntry *e)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile TimestampTz oldest = DT_NOBEGIN;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		TimestampTz at;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		switch (ttl_probe_oldest(&e->policy, &at))
+		{
+			case TTL_PROBE_FOUND:
+				oldest = at < GetCurrentTimestamp() ? at : 0;
+				break;
+			case TTL_PROBE_EMPTY:
+				oldest = 0;
+				break;
+			case TTL_PROBE_UNKNOWN:
+				break;
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(DEBUG1,
+				(errmsg_internal("ttl_index: could not read the oldest expired row of the policy %d: %s",
+								 e->policy.id, edata->message)));
+		FreeErrorData(edata);
+		oldest = DT_NOBEGIN;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	return oldest;
+}
+
+/*
+ * ttl_worker_health
+ *		Publish what the worker knows of the policy's backlog for the views
+ *		(TtlHealth, stats.c): after a pass (pass not NULL), the oldest
+ *		expired row still there, from an index probe, and why the pass left
+ *		it; when a pass could not run, why, with what the last probe saw.
+ */
+static void
+ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass)
+{
+	TtlHealth	h;
+
+	memset(&h, 0, sizeof(h));
+	if (pass != NULL)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		/*
+		 * A pass that left nothing in place deleted every row expired at
+		 * its start: what expired since is what the next one takes (and
+		 * a probe would read past every row a filter rejects to find
+		 * it).  One that left rows reads the oldest from the index.
+		 */
+		if (ttl_held_count(e->held) == 0 && pass->pass_left == 0 &&
+			pass->pass_skipped_locked == 0)
+			e->oldest_expiry =
+				!e->next_expiry_unknown && e->next_expiry != 0 &&
+				!TIMESTAMP_NOT_FINITE(e->next_expiry) && e->next_expiry < now ?
+				e->next_expiry : 0;
+		else
+			e->oldest_expiry = ttl_worker_probe_oldest(e);
+		if (e->oldest_expiry == 0)
+			reason = "";
+		else if (ttl_held_count(e->held) > 0)
+			reason = "held rows";
+		else if (pass->pass_left > 0)
+			reason = "rows kept by triggers, rules or foreign keys";
+		else if (pass->pass_skipped_locked > 0)
+			reason = "locked rows";
+		else if (e->policy.rate_limit > 0 || ttl_worker_rate() > 0)
+			reason = "rate limited";
+		else
+			reason = "falling behind";
+	}
+	else if (e->oldest_expiry == 0)
+		e->oldest_expiry = DT_NOBEGIN;	/* not looked at since */
+	h.oldest_expiry = e->oldest_expiry;
+	h.next_expiry = e->next_expiry_unknown ? 0 : e->next_expiry;
+	h.at = GetCurrentTimestamp();
+	strlcpy(h.reason, reason, sizeof(h.reason));
+	ttl_stats_publish_health(MyDatabaseId, e->policy.id, &h);
 }
 
 /*

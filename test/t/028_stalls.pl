@@ -1,0 +1,111 @@
+# No silent stall: every expired row goes, or ttl_index_stats says why it
+# cannot.
+#
+#  1. A run of one key the batches cannot take: 12,000 expired rows that
+#     a foreign key still references, all inserted in one statement (one
+#     now(), one key), and 1,000 deletable rows at a later key.  The
+#     batches resume past the run's rows they read (key and heap TID), so
+#     the 1,000 go; the 12,000 stay, and ttl_index_stats says why
+#     (stalled) and how long they have waited (lag).
+#  2. The same with a filter that rejects 300,000 rows of one key (a
+#     non-immutable function): the 1,000 rows after them go; rows the
+#     filter rejects are not the policy's, so nothing is stalled.
+#  3. Deferred constraints fire at the end of the batch's statement, as the
+#     owner: a deferred foreign key without child rows takes nothing, and a
+#     deferred constraint trigger that refuses one row (a legal hold)
+#     holds that row, not the other 999.
+#  4. A policy whose index is gone says so in stalled at once.
+#
+# Every wait is for a state (a row count, a stats column).
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use TtlIndex;
+
+my $node = TtlIndex::node('stalls', 'ttl_index.stalled_after = 1',
+	'ttl_index.error_delay = 1', 'ttl_index.batch_time = 10ms');
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+sql('CREATE EXTENSION ttl_index');
+TtlIndex::wait_worker($node, 'postgres');
+
+# --- 1. a run of rows a foreign key keeps ---------------------------------
+sql(q{
+CREATE TABLE parent (id int PRIMARY KEY, ts timestamptz NOT NULL);
+CREATE TABLE child (pid int REFERENCES parent);
+INSERT INTO parent SELECT g, now() - interval '2 hours' FROM generate_series(1, 12000) g;
+INSERT INTO child SELECT g FROM generate_series(1, 12000) g;
+INSERT INTO parent SELECT 100000 + g, now() - interval '1 hour' FROM generate_series(1, 1000) g;
+SELECT ttl_create_index('parent', 'ts', 60, batch_size => 500);
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM parent WHERE id > 100000', '0',
+	'the rows after a run of 12,000 rows kept by a foreign key are deleted', 60);
+is(sql('SELECT count(*) FROM parent'), '12000', 'the referenced rows stay');
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT stalled = 'rows kept by triggers, rules or foreign keys'
+	         AND lag > interval '1 hour' AND rows_held = 12000
+	    FROM ttl_index_stats WHERE table_name = 'parent'::regclass},
+	'ttl_index_stats says why they stay, how long they have waited, how many');
+
+# --- 2. a run of rows the filter rejects ----------------------------------
+sql(q{
+CREATE TABLE f (ts timestamptz NOT NULL, keep boolean NOT NULL);
+CREATE FUNCTION gone(k boolean) RETURNS boolean LANGUAGE plpgsql STABLE
+	AS $$ BEGIN RETURN NOT k; END $$;
+INSERT INTO f SELECT now() - interval '2 hours', true FROM generate_series(1, 300000);
+INSERT INTO f SELECT now() - interval '1 hour', false FROM generate_series(1, 1000);
+SELECT ttl_create_index('f', 'ts', 60, filter => 'gone(keep)');
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM f WHERE NOT keep', '0',
+	'the rows after a run of 300,000 rows the filter rejects are deleted', 60);
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT passes > 0 AND stalled IS NULL AND lag < interval '1 hour'
+	    FROM ttl_index_stats WHERE table_name = 'f'::regclass},
+	'rows the filter rejects stall nothing, and the lag (from the worker) says so')
+  or diag(sql(q{SELECT passes, stalled, lag, rows_held, next_expiry, now() FROM ttl_index_stats WHERE table_name = 'f'::regclass}) . ' / ' .
+	sql('SELECT * FROM ttl_index_policy_health()'));
+is(sql('SELECT count(*) FROM f'), '300000', 'and they stay');
+
+# --- 3. deferred constraints ----------------------------------------------
+sql(q{
+CREATE TABLE d (id int PRIMARY KEY, ts timestamptz NOT NULL);
+CREATE TABLE d_child (pid int REFERENCES d DEFERRABLE INITIALLY DEFERRED);
+CREATE FUNCTION d_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.id = 7 THEN
+		RAISE EXCEPTION 'row % is on legal hold', OLD.id;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER d_hold AFTER DELETE ON d
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION d_hold();
+INSERT INTO d SELECT g, now() - interval '2 hours' FROM generate_series(1, 1000) g;
+SELECT ttl_create_index('d', 'ts', 60);
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT string_agg(id::text, \',\') FROM d', '7',
+	'a deferred trigger refusing one row holds that row only', 60);
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT rows_held = 1 AND stalled = 'held rows' AND lag > interval '1 hour'
+	    FROM ttl_index_stats WHERE table_name = 'd'::regclass},
+	'ttl_index_stats says it is held');
+
+# --- 4. no usable index -----------------------------------------------------
+sql(q{
+CREATE TABLE n (ts timestamptz NOT NULL);
+SELECT ttl_create_index('n', 'ts', 60);
+INSERT INTO n VALUES (now() - interval '1 hour');
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM n', '0', 'n is purged');
+sql(q{
+DROP INDEX n_ts_ttl_idx;
+INSERT INTO n VALUES (now() - interval '1 hour');
+});
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT stalled = 'no usable index' FROM ttl_index_stats WHERE table_name = 'n'::regclass},
+	'a policy without its index says so');
+
+$node->stop;
+done_testing();

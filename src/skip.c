@@ -32,7 +32,10 @@
  * before it, and the next pass reads that last page again from there.  A
  * pass uses the prefix only after walking its pages again, from the
  * leftmost leaf by their right-links, and finding the same pages with the
- * same LSNs (the last page only by its place), and only if the batch that
+ * same LSNs (the last page only by its place), in the same storage (a
+ * TRUNCATE or REINDEX gives the index new pages, which may have the same
+ * numbers and, written without WAL under wal_level = minimal, the same LSN
+ * 0: a page of LSN 0 never proves anything), and only if the batch that
  * recorded it committed: it may span rows that batch deleted, which an
  * abort brings back without touching the index.  Any difference makes the
  * pass scan from the start, and record anew.  The walk reads one page per
@@ -188,7 +191,9 @@ ttl_skip_validate(TtlTarget *t, Relation irel)
 		/* the last page: read again by the scan, only its place counts */
 		if (i == s->npages - 1)
 			break;
-		if (ttl_skip_page_lsn(irel, blkno, &next) != s->lsns[i])
+		/* a page written without WAL (LSN 0) proves nothing */
+		if (s->lsns[i] == InvalidXLogRecPtr ||
+			ttl_skip_page_lsn(irel, blkno, &next) != s->lsns[i])
 			return false;
 		blkno = next;
 	}
@@ -236,6 +241,7 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 		return false;
 	}
 	if (s->ready && s->indexoid == RelationGetRelid(irel) &&
+		s->relfilenode == irel->rd_rel->relfilenode &&
 		ttl_skip_settle(t) && ttl_skip_validate(t, irel))
 	{
 		s->writes = writes;
@@ -246,6 +252,7 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 	}
 	ttl_skip_forget(t);
 	s->indexoid = RelationGetRelid(irel);
+	s->relfilenode = irel->rd_rel->relfilenode;
 	s->writes = writes;
 	buf = ttl_bt_leftmost_leaf(irel);
 	if (!BufferIsValid(buf))

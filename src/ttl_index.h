@@ -281,6 +281,9 @@ typedef struct TtlPlan TtlPlan;	/* statement.c */
 typedef struct TtlSkip
 {
 	Oid			indexoid;		/* the index it is of */
+	Oid			relfilenode;	/* ... and the index's storage it was read
+								 * from (a TRUNCATE or REINDEX makes new
+								 * pages, maybe with the same LSNs) */
 	bool		ready;			/* recorded: passes may start at key */
 	TransactionId xid;			/* the (sub)transaction that recorded it */
 	uint32		writes;			/* the table's write counter (writes.c)

@@ -15,6 +15,8 @@
 #     deferred constraint trigger that refuses one row (a legal hold)
 #     holds that row, not the other 999.
 #  4. A policy whose index is gone says so in stalled at once.
+#  5. The known-dead prefix is trusted only for the index storage it was
+#     read from, and never over a page of LSN 0 (wal_level = minimal).
 #
 # Every wait is for a state (a row count, a stats column).
 use strict;
@@ -107,5 +109,36 @@ TtlIndex::wait_until($node, 'postgres',
 	q{SELECT stalled = 'no usable index' FROM ttl_index_stats WHERE table_name = 'n'::regclass},
 	'a policy without its index says so');
 
+$node->stop;
+
+# --- 5. no known-dead prefix without proof ---------------------------------
+# wal_level = minimal (and wal_skip_threshold = 0, so that new storage is
+# synced, not logged): a table made and loaded in one transaction, and
+# again after a TRUNCATE in one transaction, has index pages of LSN 0 with
+# the same numbers; the prefix the worker recorded over the first load's
+# dead entries must not make it skip the second load's rows
+$node = TtlIndex::node('minimal', 'wal_level = minimal', 'max_wal_senders = 0',
+	'wal_skip_threshold = 0', 'autovacuum = off');
+sql('CREATE EXTENSION ttl_index');
+TtlIndex::wait_worker($node, 'postgres');
+sql(q{
+BEGIN;
+CREATE TABLE m (ts timestamptz NOT NULL, pad text);
+INSERT INTO m SELECT '2020-01-01'::timestamptz + g * interval '1 s', repeat('x', 100)
+  FROM generate_series(1, 20000) g;
+SELECT ttl_create_index('m', 'ts', 60);
+COMMIT;
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM m', '0',
+	'the first load is purged (its pass recorded the prefix of dead entries)', 30);
+sql(q{
+BEGIN;
+TRUNCATE m;
+INSERT INTO m SELECT '2020-01-01'::timestamptz + g * interval '1 s', repeat('x', 100)
+  FROM generate_series(1, 20000) g;
+COMMIT;
+});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM m', '0',
+	'the second load, on new pages of the same numbers and LSN 0, is purged too', 30);
 $node->stop;
 done_testing();

@@ -15,7 +15,10 @@
  *	  the extension is not installed there, that worker says so in the slot
  *	  and exits; the launcher then leaves the database alone until CREATE
  *	  EXTENSION (or any change to the policy catalog) asks at commit for the
- *	  database to be probed again (hooks.c);
+ *	  database to be probed again (hooks.c).  When every slot is taken
+ *	  (ttl_index.max_databases), a database probed without the extension
+ *	  gives its slot to one that needs it, and gets one again only when a
+ *	  probe is asked for it: empty databases cannot crowd the others out;
  *	- a worker that exits while its database still has the extension is
  *	  started again, after a delay that doubles with each quick failure (1 s
  *	  up to 60 s), so that a broken database cannot cause a restart storm;
@@ -157,9 +160,48 @@ ttl_launcher_list_databases(void)
 }
 
 /*
+ * Databases probed without the extension whose slot another database took
+ * (launcher memory, OIDs): they get a slot again when a backend asks for a
+ * probe (CREATE EXTENSION, ttl_shmem_wake_database), not at every loop.
+ */
+static List *NoExtension = NIL;
+
+/*
+ * ttl_launcher_reclaim_slot
+ *		The slot of a database the probe found without the extension (and
+ *		no worker running), given up for a database that needs one: a role
+ *		that may create databases cannot keep the databases that use
+ *		ttl_index out by filling ttl_index.max_databases with empty ones.
+ *		NULL when there is none.  The caller holds the slots lock.
+ */
+static TtlDbSlot *
+ttl_launcher_reclaim_slot(void)
+{
+	int			nslots = ttl_shmem_nslots();
+
+	for (int i = 0; i < nslots; i++)
+	{
+		TtlDbSlot  *slot = ttl_shmem_slot(i);
+		MemoryContext old;
+
+		if (!OidIsValid(slot->dboid) || slot->has_extension || slot->probe ||
+			slot->worker_running)
+			continue;
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		NoExtension = lappend_oid(NoExtension, slot->dboid);
+		MemoryContextSwitchTo(old);
+		memset(slot, 0, sizeof(TtlDbSlot));
+		LoggedWaiting[i] = false;
+		return slot;
+	}
+	return NULL;
+}
+
+/*
  * ttl_launcher_sync_slots
  *		Make the slots match the list of databases: a new database gets a
- *		slot and a probe; a slot whose database is gone and whose worker has
+ *		slot and a probe (the slot of a database without the extension, when
+ *		none is free); a slot whose database is gone and whose worker has
  *		stopped is freed.
  */
 static void
@@ -171,8 +213,35 @@ ttl_launcher_sync_slots(List *databases)
 	int			ngone = 0;
 	char	   *unserved = NULL;
 	ListCell   *lc;
+	Oid			asked[TTL_PROBE_REQUESTS];
+	int			nasked;
+	List	   *still = NIL;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+
+	/* databases without a slot that asked for a probe, and those gone */
+	nasked = ttl_shmem_take_probe_requests(asked);
+	foreach(lc, NoExtension)
+	{
+		Oid			dboid = lfirst_oid(lc);
+		bool		keep = nasked >= 0;
+		bool		present = false;
+		ListCell   *lc2;
+
+		for (int i = 0; keep && i < nasked; i++)
+			keep = asked[i] != dboid;
+		foreach(lc2, databases)
+			present |= ((TtlDbInfo *) lfirst(lc2))->oid == dboid;
+		if (keep && present)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			still = lappend_oid(still, dboid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	list_free(NoExtension);
+	NoExtension = still;
 	for (int i = 0; i < nslots; i++)
 	{
 		TtlDbSlot  *slot = ttl_shmem_slot(i);
@@ -206,7 +275,11 @@ ttl_launcher_sync_slots(List *databases)
 			slot->datname = info->name;
 			continue;
 		}
+		if (list_member_oid(NoExtension, info->oid))
+			continue;			/* probed: no extension there */
 		slot = ttl_shmem_slot_find(InvalidOid);
+		if (slot == NULL)
+			slot = ttl_launcher_reclaim_slot();
 		if (slot == NULL)
 		{
 			if (unserved == NULL)

@@ -72,6 +72,14 @@ typedef struct TtlShared
 	bool		settings_valid;
 	char		settings[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
 
+	/*
+	 * Probes asked for databases that hold no slot (the launcher gave the
+	 * slot of a database without the extension to another): their OIDs,
+	 * under the slots lock; probe_overflow when more were asked than fit.
+	 */
+	Oid			probe_requests[TTL_PROBE_REQUESTS];
+	bool		probe_overflow;
+
 	/* counters */
 	pg_atomic_uint64 worker_xids;
 	pg_atomic_uint32 writes[TTL_WRITE_BUCKETS];
@@ -870,6 +878,23 @@ ttl_shmem_wake_database(Oid dboid)
 		slot->generation++;
 		worker_latch = slot->latch;
 	}
+	else
+	{
+		/* for the launcher, which gives the database a slot again */
+		int			i;
+
+		for (i = 0; i < TTL_PROBE_REQUESTS; i++)
+		{
+			if (Shared->probe_requests[i] == dboid ||
+				!OidIsValid(Shared->probe_requests[i]))
+			{
+				Shared->probe_requests[i] = dboid;
+				break;
+			}
+		}
+		if (i == TTL_PROBE_REQUESTS)
+			Shared->probe_overflow = true;
+	}
 	launcher_latch = Shared->launcher_latch;
 	LWLockRelease(SlotsLock);
 
@@ -1114,4 +1139,31 @@ LWLock *
 ttl_shmem_stats_lock(void)
 {
 	return StatsLock;
+}
+
+/*
+ * ttl_shmem_take_probe_requests
+ *		The launcher: the databases without a slot that asked for a probe
+ *		since the last call (at most TTL_PROBE_REQUESTS, into dboids);
+ *		returns how many, or -1 when more asked than were kept (then every
+ *		database deserves one).  The caller holds the slots lock.
+ */
+int
+ttl_shmem_take_probe_requests(Oid *dboids)
+{
+	int			n = 0;
+
+	Assert(LWLockHeldByMeInMode(SlotsLock, LW_EXCLUSIVE));
+	for (int i = 0; i < TTL_PROBE_REQUESTS; i++)
+	{
+		if (OidIsValid(Shared->probe_requests[i]))
+			dboids[n++] = Shared->probe_requests[i];
+		Shared->probe_requests[i] = InvalidOid;
+	}
+	if (Shared->probe_overflow)
+	{
+		Shared->probe_overflow = false;
+		return -1;
+	}
+	return n;
 }

@@ -150,6 +150,7 @@ extern LWLock *ttl_shmem_slots_lock(void);
 extern int	ttl_shmem_nslots(void);
 extern TtlDbSlot *ttl_shmem_slot(int i);
 extern TtlDbSlot *ttl_shmem_slot_find(Oid dboid);
+extern int	ttl_shmem_take_probe_requests(Oid *dboids);
 extern void ttl_shmem_launcher_detach(void);
 extern int	ttl_shmem_max_workers(void);
 extern int	ttl_shmem_helpers_of(TtlDbSlot *slot);

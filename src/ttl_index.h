@@ -723,6 +723,8 @@ extern bool ttl_writes_finish_prepared(const char *gid, bool commit);
  * ----------
  */
 #define TTL_PHASE_LEN		48
+/* probes asked for databases without a slot, kept until the launcher looks */
+#define TTL_PROBE_REQUESTS	16
 /* schema.table, both quoted: every character may be a doubled quote */
 #define TTL_QUALNAME_LEN	(2 * (2 * NAMEDATALEN + 2) + 2)
 

@@ -116,6 +116,7 @@ typedef struct TtlSchedEntry
 	bool		origin_waiting; /* its last batch waited for an origin */
 	TimestampTz oldest_expiry;	/* as the last pass's probe saw it
 								 * (TtlHealth) */
+	Oid			owner;			/* the table's owner, at the last reload */
 	bool		writes_known;	/* the counters below are valid */
 	int64		stat_writes;	/* inserts + updates (pgstat) at the last
 								 * pass's start, -1 = none */
@@ -394,6 +395,7 @@ ttl_worker_reload(void)
 		}
 		if (woken)
 			e->writes_known = false;
+		e->owner = ttl_table_owner(p->relid);
 		ttl_worker_slot_set(&schedule[n++], e);
 	}
 
@@ -1275,6 +1277,71 @@ ttl_worker_policy_debt(TtlSchedEntry *e, int64 processed)
 }
 
 /*
+ * Fairness between owners.  The worker serves the policies in a pass round
+ * by round, one batch each.  One owner's batches that each take nearly
+ * ttl_index.batch_timeout (the owner's triggers decide) would make every
+ * other owner wait for all of them at each round: an owner whose batches
+ * of the round have taken TTL_FAIR_BATCHES times ttl_index.batch_time
+ * waits for the next round while another owner has policies in a pass.
+ * An owner never waits for itself (one owner: no limit), and each owner's
+ * first batch of a round always runs.  Owners past TTL_FAIR_OWNERS in a
+ * round are not limited.
+ */
+#define TTL_FAIR_OWNERS		64
+static int	RoundStart = 0;
+#define TTL_FAIR_BATCHES	2
+
+typedef struct TtlOwnerShare
+{
+	Oid			owner;
+	int64		used_us;		/* batch time in this round */
+} TtlOwnerShare;
+
+/*
+ * ttl_worker_owner_shares
+ *		The owners of the policies in a pass, each with nothing used yet;
+ *		returns how many.
+ */
+static int
+ttl_worker_owner_shares(TtlOwnerShare *shares)
+{
+	int			n = 0;
+
+	for (int i = 0; i < ScheduleLen; i++)
+	{
+		TtlSchedEntry *e = Schedule[i].e;
+		bool		seen = false;
+
+		if (Schedule[i].due != TTL_DUE_IN_PASS)
+			continue;
+		for (int j = 0; j < n && !seen; j++)
+			seen = shares[j].owner == e->owner;
+		if (!seen && n < TTL_FAIR_OWNERS)
+		{
+			shares[n].owner = e->owner;
+			shares[n].used_us = 0;
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * ttl_worker_owner_share
+ *		An owner's share of the round, or NULL when it is not tracked.
+ */
+static TtlOwnerShare *
+ttl_worker_owner_share(TtlOwnerShare *shares, int n, Oid owner)
+{
+	for (int j = 0; j < n; j++)
+	{
+		if (shares[j].owner == owner)
+			return &shares[j];
+	}
+	return NULL;
+}
+
+/*
  * ttl_worker_run
  *		Serve every due policy, round-robin, until none is in a pass.
  *		Returns how long to sleep, in milliseconds.
@@ -1296,14 +1363,28 @@ ttl_worker_run(void)
 	{
 		bool		ran = false;
 		TimestampTz ready = 0;
+		TtlOwnerShare shares[TTL_FAIR_OWNERS];
+		int			nshares = ttl_worker_owner_shares(shares);
 
-		for (int i = 0; i < ScheduleLen; i++)
+		/* each round starts one entry further: an owner's turns rotate */
+		RoundStart = ScheduleLen > 0 ? (RoundStart + 1) % ScheduleLen : 0;
+		for (int k = 0; k < ScheduleLen; k++)
 		{
+			int			i = (RoundStart + k) % ScheduleLen;
 			TtlSchedSlot *slot = &Schedule[i];
 			TtlSchedEntry *e = slot->e;
+			TtlOwnerShare *share;
 
 			if (slot->due != TTL_DUE_IN_PASS)
 				continue;
+			/* an owner past its share of this round waits for the next */
+			share = ttl_worker_owner_share(shares, nshares, e->owner);
+			if (share != NULL && nshares > 1 &&
+				share->used_us >= (int64) ttl_batch_time * 1000 * TTL_FAIR_BATCHES)
+			{
+				ran = true;		/* the round is not over: go round again */
+				continue;
+			}
 			if (e->rate_ready_at != 0 && e->rate_ready_at > GetCurrentTimestamp())
 			{
 				/* over its own rate limit: wait, others go on */
@@ -1318,6 +1399,8 @@ ttl_worker_run(void)
 			ttl_worker_visit(e, &deleted);
 			ttl_worker_slot_set(slot, e);
 			batch_us = GetCurrentTimestamp() - started;
+			if (share != NULL)
+				share->used_us += batch_us;
 			ttl_worker_policy_debt(e, deleted);
 			/* rows are charged to the rate limit before any pause */
 			if (ttl_worker_interrupted() ||

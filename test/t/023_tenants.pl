@@ -23,6 +23,8 @@
 #  7. Databases without the extension, created by a role with CREATEDB to
 #     fill ttl_index.max_databases, do not keep a database that has it
 #     from being purged.
+#  8. One owner's slow batches take at most their share of each round of
+#     the worker: another owner's batches are not held up by all of them.
 #
 # Every wait is for a state (a row count, a pid, a counter).
 use strict;
@@ -267,5 +269,61 @@ for my $i (1, 3)
 	TtlIndex::wait_is($node, "empty_$i", 'SELECT count(*) FROM t', '0',
 		"empty_$i, given the extension later, is purged", 60);
 }
+$node->stop;
+
+# --- 8. one owner's slow batches do not hold up another owner --------------
+# carol's four policies each have a batch that takes two seconds (her
+# trigger sleeps), dave's one policy a backlog of quick batches: the worker
+# runs dave's batch after at most one of carol's per round (her share of a
+# round is two batch times), not after all four of hers
+$node = TtlIndex::node('fair', 'ttl_index.batch_timeout = 60s');
+$node->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE ROLE carol;
+CREATE ROLE dave;
+CREATE TABLE batches (n serial, who text);
+GRANT INSERT ON batches TO carol, dave;
+GRANT USAGE ON SEQUENCE batches_n_seq TO carol, dave;
+CREATE SCHEMA c AUTHORIZATION carol;
+CREATE SCHEMA d AUTHORIZATION dave;
+SET ROLE carol;
+CREATE FUNCTION c.slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_sleep(greatest(0, 2 - extract(epoch FROM clock_timestamp() - transaction_timestamp())));
+	INSERT INTO public.batches (who) VALUES ('carol');
+	RETURN NULL;
+END $$;
+DO $$
+BEGIN
+	FOR i IN 1..4 LOOP
+		EXECUTE format('CREATE TABLE c.t%s (ts timestamptz NOT NULL)', i);
+		EXECUTE format('CREATE TRIGGER slow AFTER DELETE ON c.t%s FOR EACH STATEMENT EXECUTE FUNCTION c.slow()', i);
+		-- a row expiring every second: always due
+		EXECUTE format('INSERT INTO c.t%s SELECT now() - interval ''1 day'' + g * interval ''1 second'' FROM generate_series(1, 3600) g', i);
+		PERFORM ttl_create_index(format('c.t%s', i)::regclass, 'ts', interval '1 day');
+	END LOOP;
+END $$;
+SET ROLE dave;
+CREATE FUNCTION d.log() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.batches (who) VALUES ('dave');
+	RETURN NULL;
+END $$;
+CREATE TABLE d.t (ts timestamptz NOT NULL);
+CREATE TRIGGER log AFTER DELETE ON d.t FOR EACH STATEMENT EXECUTE FUNCTION d.log();
+INSERT INTO d.t SELECT now() - interval '1 hour' FROM generate_series(1, 100000);
+SELECT ttl_create_index('d.t', 'ts', 60, batch_size => 100);
+});
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT count(*) >= 6 FROM batches WHERE who = 'dave'}, 'dave\'s batches run', 120);
+# the longest run of carol's batches between two of dave's
+my $runs = $node->safe_psql('postgres', q{
+SELECT coalesce(max(carols), 0) FROM (
+	SELECT count(*) FILTER (WHERE who = 'carol') AS carols
+	  FROM (SELECT who, count(*) FILTER (WHERE who = 'dave') OVER (ORDER BY n) AS daves
+			  FROM batches) b
+	 WHERE daves BETWEEN 1 AND 5
+	 GROUP BY daves) r});
+cmp_ok($runs, '<=', 2, "at most $runs of carol's two-second batches between two of dave's (four policies of hers)");
 $node->stop;
 done_testing();

@@ -390,6 +390,26 @@ SELECT ttl_drop_index('ten.parent', 'ts');
 RESET ROLE;
 SELECT indexrelid::regclass AS child_index FROM pg_index WHERE indrelid = 'ten.child'::regclass;
 
+-- ttl_runner() runs the owner's code in its caller's session: the caller's
+-- custom settings (SET ops.token) are not the owner's to read
+SET ROLE ttl_t_owner;
+CREATE TABLE ten.peek (ts timestamptz NOT NULL);
+CREATE TABLE ten.peeked (token text);
+CREATE FUNCTION ten.peek() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO ten.peeked VALUES (current_setting('ops.token', true));
+	RETURN NULL;
+END $$;
+CREATE TRIGGER peek AFTER DELETE ON ten.peek FOR EACH STATEMENT EXECUTE FUNCTION ten.peek();
+INSERT INTO ten.peek VALUES (now() - interval '2 hours');
+SELECT ttl_create_index('ten.peek', 'ts', 3600) > 0 AS ok;
+RESET ROLE;
+SET ops.token = 'the caller''s secret';
+SELECT ttl_runner();
+SELECT coalesce(token, '(null)') AS token_seen FROM ten.peeked;
+SHOW ops.token;
+RESET ops.token;
+
 SET client_min_messages = warning;
 DROP SCHEMA ten CASCADE;
 DROP EXTENSION ttl_index;

@@ -22,6 +22,8 @@
 #include "catalog/pg_namespace.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/wait_event.h"
 
 #if PG_VERSION_NUM < 150000
@@ -145,6 +147,22 @@
 	PG_MODULE_MAGIC_EXT(.name = TTL_EXTENSION_NAME, .version = TTL_LIBRARY_VERSION)
 #else
 #define TTL_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/*
+ * PostgreSQL 16 keeps the GUC variables in a hash table: get_guc_variables()
+ * returns a sorted array and its length, where 15 returned the array and
+ * GetNumConfigOptions() its length.
+ */
+#if PG_VERSION_NUM >= 160000
+#define ttl_guc_variables(num) get_guc_variables(num)
+#else
+static inline struct config_generic **
+ttl_guc_variables(int *num)
+{
+	*num = GetNumConfigOptions();
+	return get_guc_variables();
+}
 #endif
 
 #endif							/* TTL_COMPAT_H */

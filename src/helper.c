@@ -255,6 +255,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	PG_END_TRY();
 	ttl_timeout_batch_end();
 	ttl_origin_batch_end();
+	ttl_owner_release_session_locks();
 	if (outcome >= 0)
 		ttl_batch_wal_learn(policy, pass, result->deleted);
 	pgstat_report_activity(STATE_IDLE, NULL);

@@ -17,6 +17,8 @@
  *	   list below), as the launcher read them from the configuration: the
  *	   caller's session settings (SET TimeZone, SET search_path, a role's
  *	   own settings) never leak in;
+ *	   Custom settings the caller's session holds (SET app.secret, its
+ *	   role's own: placeholders of no module) are emptied;
  *	2. then ALTER ROLE ALL SET, ALTER DATABASE SET, ALTER ROLE owner SET,
  *	   ALTER ROLE owner IN DATABASE SET, each overriding the one before, as
  *	   at login, for the settings that change what the owner's SQL means
@@ -58,6 +60,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_db_role_setting.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -66,6 +69,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /*
@@ -179,6 +183,40 @@ ttl_set(const char *name, const char *value)
 {
 	(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, DEBUG1, false);
+}
+
+/*
+ * ttl_owner_empty_placeholders
+ *		Empty every custom setting that no module defines (a placeholder:
+ *		app.tenant, ops.token) and that holds a value in this session: those
+ *		are the caller's (ttl_runner() runs in the caller's session), which
+ *		the owner's code must not read.  The owner's own come back in step
+ *		2 of ttl_owner_enter.
+ */
+static void
+ttl_owner_empty_placeholders(void)
+{
+	struct config_generic **vars;
+	int			n;
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	vars = ttl_guc_variables(&n);
+	for (int i = 0; i < n; i++)
+	{
+		struct config_generic *var = vars[i];
+		struct config_string *str = (struct config_string *) var;
+
+		if ((var->flags & GUC_CUSTOM_PLACEHOLDER) == 0 ||
+			var->vartype != PGC_STRING ||
+			*str->variable == NULL || **str->variable == '\0')
+			continue;
+		names = lappend(names, pstrdup(var->name));
+	}
+	/* set after the walk: setting may reorder the variables */
+	foreach(lc, names)
+		ttl_set((const char *) lfirst(lc), "");
+	list_free_deep(names);
 }
 
 /*
@@ -344,6 +382,9 @@ ttl_owner_enter(Oid owner, TtlOwnerSave *save)
 		ttl_set(ttl_server_setting_names[i],
 				ttl_server_setting(ttl_server_setting_names[i]));
 
+	/* ... and no custom setting of the caller's */
+	ttl_owner_empty_placeholders();
+
 	/* 2. as at login, the most specific last, those the owner may set */
 	ttl_login_walk(MyDatabaseId, owner, ttl_apply_owner_setting, NULL);
 
@@ -352,6 +393,22 @@ ttl_owner_enter(Oid owner, TtlOwnerSave *save)
 		ttl_set(ttl_pinned_names[i][0], ttl_pinned_names[i][1]);
 	snprintf(timeout, sizeof(timeout), "%d", ttl_lock_timeout);
 	ttl_set("lock_timeout", timeout);
+}
+
+/*
+ * ttl_owner_release_session_locks
+ *		After a batch of the worker or a helper, once its transaction has
+ *		ended: release the session-level advisory locks the owner's code
+ *		took (pg_advisory_lock), which would otherwise outlive the batch in
+ *		the process and block whoever waits for them, the owner's other
+ *		sessions or another owner's code.  The process takes none of its
+ *		own.  (ttl_runner() leaves its caller's session alone: its locks and
+ *		the owner's cannot be told apart there.)
+ */
+void
+ttl_owner_release_session_locks(void)
+{
+	LockReleaseSession(USER_LOCKMETHOD);
 }
 
 /*

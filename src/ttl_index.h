@@ -210,6 +210,7 @@ typedef struct TtlOwnerSave
 extern Oid	ttl_table_owner(Oid relid);
 extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
 extern void ttl_owner_leave(TtlOwnerSave *save);
+extern void ttl_owner_release_session_locks(void);
 extern void ttl_pin_process_settings(const char *application_name);
 extern int	ttl_parse_env_enter(void);
 extern void ttl_parse_env_leave(int nestlevel);

@@ -760,6 +760,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		else
 			ttl_worker_failed(e, &result, edata, relname, now);
 		FreeErrorData(edata);
+		ttl_owner_release_session_locks();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
@@ -768,6 +769,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_timeout_batch_end();
 	BatchPolicy = 0;
 	ttl_origin_batch_end();
+	ttl_owner_release_session_locks();
 	ttl_slot_batch_end(pass);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	if (PendingDeath.count > 0 && PendingDeath.policy_id == e->policy.id)

@@ -25,6 +25,8 @@
 #     from being purged.
 #  8. One owner's slow batches take at most their share of each round of
 #     the worker: another owner's batches are not held up by all of them.
+#  (7 also: a session advisory lock the owner's code takes in a batch ends
+#     with the batch.)
 #
 # Every wait is for a state (a row count, a pid, a counter).
 use strict;
@@ -269,6 +271,23 @@ for my $i (1, 3)
 	TtlIndex::wait_is($node, "empty_$i", 'SELECT count(*) FROM t', '0',
 		"empty_$i, given the extension later, is purged", 60);
 }
+
+# a session advisory lock the owner's code takes ends with the batch: the
+# worker's process does not keep it
+$node->safe_psql('prod', q{
+CREATE TABLE lk (ts timestamptz NOT NULL);
+CREATE FUNCTION lk() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_advisory_lock(4242);
+	RETURN NULL;
+END $$;
+CREATE TRIGGER lk AFTER DELETE ON lk FOR EACH STATEMENT EXECUTE FUNCTION lk();
+INSERT INTO lk VALUES (now() - interval '1 hour');
+SELECT ttl_create_index('lk', 'ts', 60);
+});
+TtlIndex::wait_is($node, 'prod', 'SELECT count(*) FROM lk', '0', 'the table with the locking trigger is purged');
+TtlIndex::wait_until($node, 'prod', 'SELECT pg_try_advisory_lock(4242)',
+	'and the advisory lock its trigger took is free again');
 $node->stop;
 
 # --- 8. one owner's slow batches do not hold up another owner --------------

@@ -695,8 +695,6 @@ ttl_launcher_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	ttl_shmem_publish_settings();
-	/* origins no process may use any more go back to the server */
-	(void) ttl_origin_drop_unused(ttl_shmem_max_workers());
 
 	Handles = MemoryContextAllocZero(TopMemoryContext,
 									 sizeof(BackgroundWorkerHandle *) * ttl_shmem_nslots());
@@ -719,7 +717,6 @@ ttl_launcher_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			ttl_shmem_publish_settings();
-			(void) ttl_origin_drop_unused(ttl_shmem_max_workers());
 		}
 
 		loop_cxt = AllocSetContextCreate(TopMemoryContext, "ttl_index launcher loop",

@@ -16,9 +16,12 @@
  * in shared memory (shmem.c) and uses the origin ttl_index_process_<slot>,
  * whichever database it serves.  ttl_index never holds more replication
  * states than the processes it may run at once (ttl_index.max_workers,
- * helpers included); the launcher drops the origins of slots above that,
- * and those of earlier versions (ttl_index_<database OID> and their
- * helpers'), when no process uses them (ttl_origin_drop_unused).
+ * helpers included); each worker, as it starts and after a reload, drops
+ * the origins of slots above that, and those of earlier versions
+ * (ttl_index_<database OID> and their helpers'), when no process uses them
+ * (ttl_origin_drop_unused).  Not the launcher: connected to no database, it
+ * cannot open the origins' catalog, which is shared but not among those a
+ * process without a database can read.
  *
  * A process sets its session up with its origin once, and each batch sets
  * replorigin_session_origin (marking its WAL records and its commit) or
@@ -56,6 +59,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "shmem.h"
 #include "ttl_index.h"
 
 /* the name of a process slot's origin */
@@ -232,16 +236,17 @@ ttl_origin_failure(bool *news)
 
 /*
  * ttl_origin_drop_unused
- *		The launcher's housekeeping (connected to no database: the origins'
- *		catalog is shared): drop the origins of process slots at or above
- *		`capacity` and those of earlier versions, none of which any process
+ *		A worker's housekeeping (the origins' catalog is shared: any
+ *		database's worker may do it): drop the origins of process slots at or above
+ *		the number of processes ttl_index may run (ttl_index.max_workers) and those of earlier versions, none of which any process
  *		uses now, so that their replication states go back to the server.
  *		An origin in use (its process still running) is left for a later
  *		call.  Returns how many were dropped.
  */
 int
-ttl_origin_drop_unused(int capacity)
+ttl_origin_drop_unused(void)
 {
+	int			capacity = ttl_shmem_max_workers();
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *names = NIL;
 	ListCell   *lc;
@@ -249,6 +254,7 @@ ttl_origin_drop_unused(int capacity)
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tup;
+	MemoryContext old;
 
 	StartTransactionCommand();
 	rel = table_open(ReplicationOriginRelationId, AccessShareLock);
@@ -272,7 +278,10 @@ ttl_origin_drop_unused(int capacity)
 		else if (!(sscanf(name, "ttl_index_%d%c", &slot, &rest) == 1 ||
 				   sscanf(name, "ttl_index_%d_helper%d%c", &slot, &slot, &rest) == 2))
 			continue;			/* not a name we ever gave */
-		names = lappend(names, MemoryContextStrdup(cxt, name));
+		/* the list outlives the transaction: in the caller's memory */
+		old = MemoryContextSwitchTo(cxt);
+		names = lappend(names, pstrdup(name));
+		MemoryContextSwitchTo(old);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -298,5 +307,6 @@ ttl_origin_drop_unused(int capacity)
 		}
 		PG_END_TRY();
 	}
+	list_free_deep(names);
 	return dropped;
 }

@@ -583,7 +583,7 @@ extern void ttl_origin_batch_end(void);
 extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
 extern const char *ttl_origin_failure(bool *news);
-extern int	ttl_origin_drop_unused(int capacity);
+extern int	ttl_origin_drop_unused(void);
 
 /* ----------
  * The wall-time bound of a batch (timeout.c)

@@ -1532,6 +1532,8 @@ ttl_worker_main(Datum main_arg)
 		PendingDeath.count = Max(PendingDeath.count, 1);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
+	/* origins no process may use any more go back to the server (origin.c) */
+	(void) ttl_origin_drop_unused();
 	ttl_yield_start();
 	ttl_targets_init();
 
@@ -1545,6 +1547,7 @@ ttl_worker_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			ttl_origin_config_reloaded();
+			(void) ttl_origin_drop_unused();
 			if (!ttl_yield_renice())
 			{
 				ereport(LOG,

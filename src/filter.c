@@ -197,6 +197,40 @@ ttl_filter_walker(Node *node, void *context)
 	return expression_tree_walker(node, ttl_filter_walker, context);
 }
 
+/* check_functions_in_node callback: a function outside pg_catalog */
+static bool
+ttl_filter_not_builtin(Oid funcid, void *context)
+{
+	return get_func_namespace(funcid) != PG_CATALOG_NAMESPACE;
+}
+
+static bool
+ttl_filter_user_code_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	/* a domain's CHECK constraints may call anything */
+	if (IsA(node, CoerceToDomain))
+		return true;
+	if (check_functions_in_node(node, ttl_filter_not_builtin, context))
+		return true;
+	return expression_tree_walker(node, ttl_filter_user_code_walker, context);
+}
+
+/*
+ * ttl_filter_runs_user_code
+ *		Whether evaluating a parsed filter may run code someone other than
+ *		the server wrote: a function or operator outside pg_catalog, or a
+ *		domain's constraints.  A filter of built-in comparisons (status =
+ *		'done') runs none, and may be evaluated in any session.
+ */
+bool
+ttl_filter_runs_user_code(Node *expr)
+{
+	fix_opfuncids(expr);
+	return ttl_filter_user_code_walker(expr, NULL);
+}
+
 /*
  * ttl_filter_functions
  *		The functions an expression (or a Query) calls, operators by their

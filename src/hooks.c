@@ -115,7 +115,8 @@ ttl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* visible at COMMIT PREPARED, which bumps them again (writes.c) */
 			ttl_writes_bump();
-			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL);
+			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL,
+								WakePending);
 			PreparingGid[0] = '\0';
 			ttl_stats_at_xact_end(false);
 			WakePending = false;

@@ -60,6 +60,10 @@
 #include "compat.h"
 #include "ttl_index.h"
 
+/* a view's probe: filters that run user code are not evaluated */
+static bool ReaderProbe = false;
+static bool ReaderFoundUserCode = false;
+
 /* how many index entries a look reads past rows the filter rejects */
 #define TTL_PROBE_MAX_ROWS		1000
 
@@ -164,6 +168,7 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 	Relation	irel;
 	TtlOwnerSave save;
 	bool		as_owner = policy->filter != NULL;
+	bool		resolved;
 
 	if (!ConditionalLockRelationOid(t->relid, AccessShareLock))
 		return TTL_PROBE_UNKNOWN;
@@ -182,8 +187,14 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 
 	if (as_owner)
 		ttl_owner_enter(ttl_table_owner(policy->relid), &save);
-	if (ttl_target_resolve(policy, t, rel) == TTL_RESOLVE_OK &&
-		ConditionalLockRelationOid(t->indexoid, AccessShareLock))
+	resolved = ttl_target_resolve(policy, t, rel) == TTL_RESOLVE_OK;
+	if (resolved && ReaderProbe && t->filter != NULL &&
+		ttl_filter_runs_user_code((Node *) copyObject(t->filter)))
+	{
+		/* not in a reader's session (see ttl_probe_oldest_for_reader) */
+		ReaderFoundUserCode = true;
+	}
+	else if (resolved && ConditionalLockRelationOid(t->indexoid, AccessShareLock))
 	{
 		EState	   *estate = NULL;
 		ExprState  *filter = NULL;
@@ -291,5 +302,37 @@ ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
 			break;
 	}
 	MemoryContextDelete(cxt);
+	return result;
+}
+
+/*
+ * ttl_probe_oldest_for_reader
+ *		ttl_probe_oldest for a view, in the reader's session: a filter that
+ *		would run code other than the server's (the owner's functions) is
+ *		not evaluated there, where that code could read the reader's
+ *		session, outlast its cancels or leave a cursor in its transaction.
+ *		Then TTL_PROBE_UNKNOWN with *user_code set: the caller takes what
+ *		the worker's last pass saw instead.
+ */
+TtlProbeResult
+ttl_probe_oldest_for_reader(TtlPolicy *policy, TimestampTz *expires_at,
+							bool *user_code)
+{
+	TtlProbeResult result;
+
+	ReaderProbe = true;
+	ReaderFoundUserCode = false;
+	PG_TRY();
+	{
+		result = ttl_probe_oldest(policy, expires_at);
+	}
+	PG_FINALLY();
+	{
+		ReaderProbe = false;
+	}
+	PG_END_TRY();
+	*user_code = ReaderFoundUserCode;
+	if (*user_code)
+		result = TTL_PROBE_UNKNOWN;
 	return result;
 }

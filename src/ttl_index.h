@@ -264,6 +264,7 @@ extern struct pg_tz *ttl_policy_zone(TtlPolicy *policy);
 extern Node *ttl_filter_parse(Relation rel, const char *filter, bool stored);
 extern char *ttl_filter_deparse(Relation rel, Node *expr);
 extern List *ttl_filter_functions(Node *expr);
+extern bool ttl_filter_runs_user_code(Node *expr);
 extern void ttl_filter_check_functions(Node *expr, TtlPolicy *policy, List *also);
 
 /* ----------
@@ -627,6 +628,9 @@ extern TtlProbeResult ttl_probe_from(TtlPolicy *policy, TtlTarget *t,
 									 bool have_from, Datum from,
 									 TimestampTz *expires_at);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+extern TtlProbeResult ttl_probe_oldest_for_reader(TtlPolicy *policy,
+												  TimestampTz *expires_at,
+												  bool *user_code);
 extern RegProcedure ttl_btree_proc(Relation irel, Oid typid, uint16 strategy);
 
 /* ----------
@@ -716,7 +720,7 @@ extern void ttl_writes_note(Oid relid);
 extern void ttl_writes_bump(void);
 extern void ttl_writes_at_xact_end(bool commit);
 extern uint32 ttl_writes_count(Oid dboid, Oid relid);
-extern void ttl_writes_prepared(const char *gid);
+extern void ttl_writes_prepared(const char *gid, bool wake);
 extern bool ttl_writes_finish_prepared(const char *gid, bool commit);
 
 /* ----------

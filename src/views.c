@@ -75,13 +75,19 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 	TimestampTz expires_at;
 	double		estimate;
 	TtlHealth	h;
+	TtlProbeResult probed = TTL_PROBE_UNKNOWN;
+	bool		user_code = false;
+
+	if (may_see)
+		probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code);
 
 	/*
-	 * A filter is the owner's code: the reader's session never runs it (a
-	 * reader's settings, cancels and transaction are none of the owner's
-	 * business).  What the worker's last pass saw stands in for a probe.
+	 * A filter that calls the owner's code is never run in the reader's
+	 * session (a reader's settings, cancels and transaction are none of
+	 * the owner's business): what the worker's last pass saw stands in for
+	 * the probe.
 	 */
-	if (p->filter != NULL)
+	if (user_code)
 	{
 		Interval   *lag;
 
@@ -113,7 +119,7 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 		return i;
 	}
 
-	switch (may_see ? ttl_probe_oldest(p, &expires_at) : TTL_PROBE_UNKNOWN)
+	switch (probed)
 	{
 		case TTL_PROBE_FOUND:
 			{

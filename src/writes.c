@@ -135,15 +135,16 @@ ttl_writes_at_xact_end(bool commit)
  * ttl_writes_prepared
  *		PREPARE TRANSACTION gid: keep the tables the transaction wrote, for
  *		its COMMIT PREPARED to bump (see the top of the file), then forget
- *		them here.  Too many tables, or no room: COMMIT PREPARED will not
- *		find them, and wakes every policy of the database instead.
+ *		them here.  A transaction that changed the policies (wake), too
+ *		many tables, or no room: COMMIT PREPARED will not find them, and
+ *		wakes every policy of the database instead.
  */
 void
-ttl_writes_prepared(const char *gid)
+ttl_writes_prepared(const char *gid, bool wake)
 {
 	TtlPrepared *p;
 
-	if (!ttl_shmem_ready() || gid == NULL || NNoted == 0)
+	if (!ttl_shmem_ready() || gid == NULL)
 	{
 		NNoted = 0;
 		return;
@@ -152,7 +153,8 @@ ttl_writes_prepared(const char *gid)
 	p = ttl_shmem_prepared_find(gid, MyDatabaseId, true);
 	if (p != NULL)
 	{
-		p->n = NNoted <= TTL_PREPARED_BUCKETS ? NNoted : -1;
+		/* a change to the policies: its COMMIT PREPARED wakes them all */
+		p->n = !wake && NNoted <= TTL_PREPARED_BUCKETS ? NNoted : -1;
 		for (int i = 0; i < p->n; i++)
 			p->buckets[i] = Noted[i];
 	}

@@ -126,7 +126,7 @@ INSERT INTO a.f VALUES (now() - interval '1 hour', 0);
 RESET ROLE;
 });
 is(sql('app', "SELECT count(*) FROM ttl_index_stats WHERE table_name = 'a.f'::regclass"),
-	'1', 'the view answers (it never runs her filter)');
+	'1', 'the view answers (it never runs her filter, which calls her function)');
 ($ret, $out, $err) = $node->psql('app', 'SELECT ttl_runner() >= 0');
 is($out, 't', 'and so does a superuser\'s ttl_runner()');
 sql('app', "SELECT ttl_drop_index('a.f', 'ts')");

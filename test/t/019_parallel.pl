@@ -72,7 +72,7 @@ VACUUM ANALYZE $table;
 # --- 1. a large backlog -----------------------------------------------------
 backlog('postgres', 'big', 1000000);
 $node->safe_psql('postgres', "SELECT ttl_create_index('big', 'ts', 3600)");
-$node->safe_psql('postgres', "CALL watch_helpers('big', 120)");
+$node->safe_psql('postgres', "CALL watch_helpers('big', $PostgreSQL::Test::Utils::timeout_default)");
 my $seen = $node->safe_psql('postgres', 'SELECT n FROM helper_seen');
 cmp_ok($seen, '>=', 1, "helpers shared the backlog ($seen at most at once)");
 cmp_ok($seen, '<=', 2, 'never more than ttl_index.max_parallel_workers');
@@ -142,10 +142,11 @@ TtlIndex::wait_is($node, 'postgres',
 # --- 3. helpers off ---------------------------------------------------------
 $node->safe_psql('postgres',
 	'ALTER SYSTEM SET ttl_index.max_parallel_workers = 0; SELECT pg_reload_conf()');
-sleep(1);
+# the idle worker reads its settings as soon as it is told
+TtlIndex::wait_setting($node, 'ttl_index.max_parallel_workers', '0');
 backlog('postgres', 'alone', 300000);
 $node->safe_psql('postgres', "SELECT ttl_create_index('alone', 'ts', 3600)");
-$node->safe_psql('postgres', "CALL watch_helpers('alone', 120)");
+$node->safe_psql('postgres', "CALL watch_helpers('alone', $PostgreSQL::Test::Utils::timeout_default)");
 is($node->safe_psql('postgres', 'SELECT n FROM helper_seen'), '0',
 	'max_parallel_workers = 0: no helper');
 is($node->safe_psql('postgres', "SELECT count(*) FROM alone"), '1000',
@@ -158,6 +159,8 @@ $node->safe_psql('postgres', 'CREATE DATABASE doomed');
 $node->safe_psql('doomed', 'CREATE EXTENSION ttl_index');
 TtlIndex::wait_worker($node, 'doomed');
 $node->safe_psql('doomed', q{ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()});
+TtlIndex::wait_until($node, 'doomed', q{SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = 'doomed'},
+	'the worker of the database to drop is disabled');
 backlog('doomed', 'big', 1000000);
 # a trigger on every row: the executor path, a drain of many seconds
 $node->safe_psql('doomed', q{
@@ -168,7 +171,7 @@ SELECT ttl_create_index('big', 'ts', 3600);
 $node->safe_psql('doomed', q{ALTER SYSTEM SET ttl_index.enabled = on; SELECT pg_reload_conf()});
 TtlIndex::wait_until($node, 'postgres',
 	"SELECT count(*) >= 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index helper' AND datname = 'doomed'",
-	'helpers run in the database to drop', 60);
+	'helpers run in the database to drop');
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE doomed');
 is($ret, 0, 'DROP DATABASE succeeds while they run') or diag($err);
 is($node->safe_psql('postgres',
@@ -182,6 +185,9 @@ ALTER SYSTEM SET ttl_index.enabled = off;
 ALTER SYSTEM SET log_min_messages = debug1;
 SELECT pg_reload_conf();
 });
+# the worker has the three settings once it says it is disabled
+TtlIndex::wait_until($node, 'postgres', q{SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = 'postgres'},
+	'the worker is disabled');
 # hash partitions: each holds expired and live rows (none is dropped whole),
 # in time order; 200,000 expired rows each
 $node->safe_psql('postgres', q{

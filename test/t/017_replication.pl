@@ -9,8 +9,10 @@
 #    not receive the worker's deletes and keeps every expired row; one with
 #    origin = any, the default, loses them as the publisher did.  Both get
 #    the application's own delete.
-# 3. No origin can be set up (no replication state free): the purge goes
-#    on, unmarked, with one WARNING.
+# 3. No origin can be set up (no replication state free): a policy whose
+#    deletes carry one waits, and keeps its rows rather than delete them
+#    unmarked; one with replication_origin => false is purged; one WARNING
+#    says so.
 # 4. Pacing: a standby whose replay is paused (pg_wal_replay_pause()) falls
 #    behind as the worker drains; past ttl_index.max_standby_lag the worker
 #    holds its batches ('waiting for standby' in ttl_index_progress,
@@ -83,9 +85,8 @@ case('marked', '');
 decoded_is('marked', 0, '1,2,3,4,5', 'decoding sees every delete');
 decoded_is('marked', 1, '1', "with only-local, the worker's deletes are skipped");
 is($node->safe_psql('postgres',
-	"SELECT count(*) FROM pg_replication_origin WHERE roname = 'ttl_index_' || "
-	. "(SELECT oid FROM pg_database WHERE datname = 'postgres')"), '1',
-	'under the origin ttl_index_<database oid>, created when first needed');
+	q{SELECT count(*) FROM pg_replication_origin WHERE roname LIKE 'ttl\_index\_process\_%'}), '1',
+	"under the origin of the worker's process, ttl_index_process_<N>, created when first needed");
 
 case('unmarked', ', replication_origin => false');
 decoded_is('unmarked', 1, '1,2,3,4,5',
@@ -185,14 +186,21 @@ my $tight = TtlIndex::node('no_origin', 'max_replication_slots = 0',
 $tight->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;
 CREATE TABLE t (id int PRIMARY KEY, ts timestamptz NOT NULL);
+CREATE TABLE u (id int PRIMARY KEY, ts timestamptz NOT NULL);
 INSERT INTO t SELECT g, now() - interval '2 hours' FROM generate_series(1, 10) g;
+INSERT INTO u SELECT g, now() - interval '2 hours' FROM generate_series(1, 10) g;
 SELECT ttl_create_index('t', 'ts', 3600);
+SELECT ttl_create_index('u', 'ts', 3600, replication_origin => false);
 });
-TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM t', '0',
-	'without a free origin the worker still purges');
+TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM u', '0',
+	'without a free origin, a policy that does not ask for marking is purged');
 $tight->safe_psql('postgres',
-	"INSERT INTO t SELECT g, now() - interval '2 hours' FROM generate_series(11, 20) g");
-TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM t', '0', 'batch after batch');
+	"INSERT INTO u SELECT g, now() - interval '2 hours' FROM generate_series(11, 20) g");
+TtlIndex::wait_is($tight, 'postgres', 'SELECT count(*) FROM u', '0', 'batch after batch');
+TtlIndex::wait_until($tight, 'postgres',
+	q{SELECT phase = 'waiting for a replication origin' FROM ttl_index_progress},
+	'a policy whose deletes carry the origin waits for one');
+is($tight->safe_psql('postgres', 'SELECT count(*) FROM t'), '10', 'and keeps its rows meanwhile');
 my $log = slurp_file($tight->logfile);
 my @warnings = $log =~ /WARNING:  ttl_index could not set up replication origin/g;
 is(scalar(@warnings), 1, 'and says so in one WARNING');

@@ -53,7 +53,10 @@ my $t0 = time();
 ok($node->poll_query_until('app', "SELECT count(*) = 0 FROM tokens WHERE t = 'soon'"),
 	'rows expiring in 1 s deleted');
 my $waited = time() - $t0;
-cmp_ok($waited, '<', 4, "deleted within 3 s of expiring (took " . sprintf('%.1f', $waited) . " s)");
+# the worker comes back for them at their expiry; one that missed it would
+# leave them to its full pass once a minute (nothing is written after the
+# insert).  10 s is a loose bound, for a busy machine.
+cmp_ok($waited, '<', 10, "deleted soon after expiring in 1 s (took " . sprintf('%.1f', $waited) . " s)");
 is($node->safe_psql('app', "SELECT count(*) FROM tokens"), '1', 'unexpired token kept');
 
 # a second database is served after CREATE EXTENSION, without a restart
@@ -67,11 +70,14 @@ INSERT INTO t SELECT now() - interval '1 hour' FROM generate_series(1, 100);
 ok($node->poll_query_until('other', "SELECT count(*) = 0 FROM t"),
 	'second database served after CREATE EXTENSION');
 
-# DROP DATABASE with a worker connected succeeds at once, without FORCE
+# DROP DATABASE with a worker connected succeeds at once, without FORCE (a
+# worker that did not leave would make it fail: PostgreSQL waits 5 s for
+# other sessions to go; the bound on its time, loose for a busy machine, is
+# that same 5 s)
 $t0 = time();
 ($ret, $stdout, $stderr) = $node->psql('postgres', 'DROP DATABASE other');
 is($ret, 0, 'DROP DATABASE succeeds while its worker runs') or diag $stderr;
-cmp_ok(time() - $t0, '<', 3, 'DROP DATABASE did not wait for the worker');
+cmp_ok(time() - $t0, '<', 5, 'DROP DATABASE did not wait for the worker');
 
 # after a restart, the worker comes back by itself
 $node->restart;

@@ -12,7 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time usleep);
+use Time::HiRes qw(time);
 use FindBin;
 use lib $FindBin::RealBin;
 use TtlIndex;
@@ -29,19 +29,6 @@ sub policy_stat
 	my ($table, $cols) = @_;
 	return $node->safe_psql($db,
 		"SELECT $cols FROM ttl_index_stats WHERE table_name = '$table'::regclass");
-}
-
-# poll_for(dbname, query, seconds): like poll_query_until, with a deadline
-sub poll_for
-{
-	my ($d, $query, $seconds) = @_;
-	my $end = time() + $seconds;
-	while (time() < $end)
-	{
-		return 1 if $node->safe_psql($d, $query) eq 't';
-		usleep(100_000);
-	}
-	return 0;
 }
 
 # timed(dbname, sql): run sql, return (ret, stderr, seconds)
@@ -70,20 +57,28 @@ CREATE EXTENSION ttl_index;
 CREATE TABLE control (ts timestamptz);
 SELECT ttl_create_index('control', 'ts', 3600);
 INSERT INTO control SELECT now() + interval '1 day' FROM generate_series(1, 10);
--- lock_waits(pids, samples): over `samples` samples 20 ms apart, how many
--- ungranted locks belonged to one of pids or waited for one of them
-CREATE FUNCTION lock_waits(pids int[], samples int) RETURNS int
+-- lock_waits(pids, tbl, secs): samples of pg_locks 20 ms apart until tbl
+-- has no row expired an hour ago left (or secs have passed): how many
+-- samples, how many ungranted locks in them that belonged to one of pids
+-- or waited for one of them, and whether tbl was drained by the end
+CREATE FUNCTION lock_waits(pids int[], tbl regclass, secs float8,
+						   OUT samples int, OUT waits int, OUT drained boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-	n int := 0;
+	t0 timestamptz := clock_timestamp();
 BEGIN
-	FOR i IN 1 .. samples LOOP
-		n := n + (SELECT count(*) FROM pg_locks l
-				   WHERE NOT l.granted
-					 AND (l.pid = ANY (pids) OR pg_blocking_pids(l.pid) && pids));
+	samples := 0;
+	waits := 0;
+	LOOP
+		EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s WHERE ts < now() - interval ''1 hour'')', tbl)
+		  INTO drained;
+		samples := samples + 1;
+		waits := waits + (SELECT count(*) FROM pg_locks l
+						   WHERE NOT l.granted
+							 AND (l.pid = ANY (pids) OR pg_blocking_pids(l.pid) && pids));
+		EXIT WHEN drained OR clock_timestamp() > t0 + secs * interval '1 s';
 		PERFORM pg_sleep(0.02);
 	END LOOP;
-	RETURN n;
 END
 $$;
 });
@@ -111,13 +106,15 @@ ok($node->poll_query_until($db,
 	'rows locked FOR UPDATE are skipped, not waited for');
 is(policy_stat('a', 'rows_deleted'), '0', 'rows locked FOR UPDATE are not deleted');
 
-# now ACCESS EXCLUSIVE: waits at most for the worker's current batch
+# now ACCESS EXCLUSIVE: waits at most for the worker's current batch (a
+# loose bound, for a busy machine: a worker that waited in the lock queue,
+# or kept its lock from batch to batch, would hold it for good)
 my $t0 = time();
 $holder->query_safe('LOCK TABLE a IN ACCESS EXCLUSIVE MODE');
-cmp_ok(time() - $t0, '<', 5, 'LOCK TABLE ... ACCESS EXCLUSIVE granted at once');
+cmp_ok(time() - $t0, '<', 30, 'LOCK TABLE ... ACCESS EXCLUSIVE granted at once');
 my $skipped = policy_stat('a', 'skipped_locked');
 
-# b gets a backlog; while it drains, sample pg_locks
+# b gets a backlog; sample pg_locks from the start of its drain to its end
 $node->safe_psql($db, q{
 INSERT INTO b SELECT g, now() - interval '2 hours' FROM generate_series(1, 300000) g;
 INSERT INTO b SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
@@ -125,10 +122,12 @@ INSERT INTO b SELECT g, now() + interval '1 day' FROM generate_series(1, 10) g;
 ok($node->poll_query_until($db,
 	"SELECT rows_deleted > 0 FROM ttl_index_stats WHERE table_name = 'b'::regclass"),
 	'b is purged while a is locked');
-is($node->safe_psql($db, "SELECT lock_waits(ARRAY[$pid], 100)"), '0',
-	'no ungranted lock of the worker, and nobody waiting for it, in 100 samples of pg_locks');
+my ($samples, $waits, $drained) = split /\|/, $node->safe_psql($db,
+	"SELECT * FROM lock_waits(ARRAY[$pid], 'b', $PostgreSQL::Test::Utils::timeout_default)");
+is($drained, 't', "b drained while a is locked, pg_locks sampled $samples times meanwhile");
+is($waits, '0', 'no ungranted lock of the worker, and nobody waiting for it, all through the drain of b');
 ok($node->poll_query_until($db,
-	"SELECT count(*) = 10 FROM b"), 'b drained while a is locked');
+	"SELECT count(*) = 10 FROM b"), 'b drained, its unexpired rows kept');
 ok($node->poll_query_until($db,
 	"SELECT skipped_locked >= $skipped + 2 FROM ttl_index_stats WHERE table_name = 'a'::regclass"),
 	"skipped_locked of a grows while it is locked (was $skipped)");
@@ -169,13 +168,38 @@ SELECT ttl_create_index('$table', 'ts', 3600, 1000, rate_limit => 100000);
 	is(policy_stat($table, "lag > '0'"), 't', "$table: still rows to delete before the DDL");
 }
 
-# ddl(label, sql): run it, it must succeed within 5 s
+# ddl(label, sql): run it, it must succeed, without waiting for the drain:
+# it waits at most for the batch in flight (30 s is a loose bound, for a
+# busy machine; a worker that waited in the lock queue, or kept its lock
+# from batch to batch, would hold the DDL for good).  The tables whose
+# drain goes on after the DDL also show that it came back in the middle of
+# the drain (drain_goes_on)
 sub ddl
 {
 	my ($label, $sql) = @_;
 	my ($ret, $stderr, $secs) = timed($db, $sql);
 	is($ret, 0, "$label succeeds") or diag $stderr;
-	cmp_ok($secs, '<', 5, sprintf("$label took %.2f s", $secs));
+	cmp_ok($secs, '<', 30, sprintf("$label took %.2f s", $secs));
+}
+
+# drain_goes_on(label, table): after a DDL, the drain is still under way
+# (the DDL did not wait for it), goes on without an error (a failed batch
+# would make the policy rest ttl_index.error_delay), and ends.  It goes on
+# at once: 10,000 more rows go within 30 s, where the rate limit lets them
+# go in a tenth of a second; a worker that lost the policy would come back
+# to it only when it reads its catalog again, a minute later.  (30 s is a
+# loose bound, for a busy machine.)
+sub drain_goes_on
+{
+	my ($label, $table) = @_;
+	my ($lag, $rows) = split /\|/, policy_stat($table, "lag > '0', rows_deleted");
+	is($lag, 't', "$label: the DDL came back with rows still to delete");
+	TtlIndex::wait_until($node, $db,
+		"SELECT rows_deleted >= $rows + 10000 FROM ttl_index_stats WHERE table_name = '$table'::regclass",
+		"$label: the drain goes on at once", 30);
+	is(policy_stat($table, 'errors'), '0', "$label: no error");
+	ok($node->poll_query_until($db, "SELECT count(*) = 10 FROM $table"),
+		"$label: the rest of the backlog is deleted");
 }
 
 $node->safe_psql($db,
@@ -214,11 +238,7 @@ ddl('ALTER TABLE RENAME mid-drain', 'ALTER TABLE d_ren RENAME TO d_ren2');
 is($node->safe_psql($db,
 	"SELECT relid::text FROM ttl_index_policy WHERE relid = 'd_ren2'::regclass"),
 	'd_ren2', 'RENAME: the policy follows the table');
-ok(poll_for($db, 'SELECT count(*) = 10 FROM d_ren2', 8),
-	'RENAME: the drain goes on at once');
-is(policy_stat('d_ren2', 'errors'), '0', 'RENAME: no error');
-ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_ren2'),
-	'RENAME: the rest of the backlog is deleted');
+drain_goes_on('RENAME', 'd_ren2');
 
 # ALTER TABLE ... RENAME COLUMN
 backlog('d_col', 'timestamptz', 1);
@@ -226,11 +246,7 @@ ddl('RENAME COLUMN mid-drain', 'ALTER TABLE d_col RENAME ts TO expires');
 is($node->safe_psql($db,
 	"SELECT column_name FROM ttl_index_policy WHERE relid = 'd_col'::regclass"),
 	'expires', 'RENAME COLUMN: the policy follows the column');
-ok(poll_for($db, 'SELECT count(*) = 10 FROM d_col', 8),
-	'RENAME COLUMN: the drain goes on at once');
-is(policy_stat('d_col', 'errors'), '0', 'RENAME COLUMN: no error');
-ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_col'),
-	'RENAME COLUMN: the rest of the backlog is deleted');
+drain_goes_on('RENAME COLUMN', 'd_col');
 
 # ALTER COLUMN ... TYPE timestamp (from timestamptz)
 backlog('d_type', 'timestamptz', 1);
@@ -239,12 +255,12 @@ ddl('ALTER COLUMN TYPE timestamp mid-drain',
 is($node->safe_psql($db,
 	"SELECT count(*) FROM ttl_index_policy WHERE relid = 'd_type'::regclass"),
 	'1', 'ALTER COLUMN TYPE: policy stays');
-ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_type'),
-	'ALTER COLUMN TYPE: the rest of the backlog is deleted');
-# rows that expired two hours ago, local time
+drain_goes_on('ALTER COLUMN TYPE', 'd_type');
+# rows that expired two hours ago, local time (a cutoff read as UTC would
+# keep them for hours more)
 $node->safe_psql($db,
 	"INSERT INTO d_type SELECT g, localtimestamp - interval '3 hours' FROM generate_series(1, 100) g");
-ok(poll_for($db, 'SELECT count(*) = 10 FROM d_type', 5),
+ok($node->poll_query_until($db, 'SELECT count(*) = 10 FROM d_type'),
 	'ALTER COLUMN TYPE: rows that expired 2 hours ago (local time) are deleted');
 is(policy_stat('d_type', 'errors'), '0', 'ALTER COLUMN TYPE: no error');
 is($node->safe_psql($db, q{
@@ -271,9 +287,15 @@ unlike($log, qr/terminated by signal|PANIC|server process .* was terminated/,
 
 # ---- database-level commands against a database whose worker runs
 
+# Each waits for the worker to leave: at once, since it is idle by now.  A
+# worker that did not leave would make it fail (PostgreSQL waits 5 s for
+# other sessions to go); the bound on the time, loose for a busy machine
+# (the copy takes part of it), is that same 5 s: as long as PostgreSQL
+# would wait for any session.
+
 my ($ret, $stderr, $secs) = timed('postgres', "CREATE DATABASE app_copy TEMPLATE $db");
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while the worker runs') or diag $stderr;
-cmp_ok($secs, '<', 3, sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
+cmp_ok($secs, '<', 5, sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
 TtlIndex::wait_worker($node, 'app_copy', 'the copy gets its own worker');
 $node->safe_psql('app_copy',
 	"INSERT INTO control SELECT now() - interval '2 hours' FROM generate_series(1, 100)");
@@ -284,7 +306,7 @@ control_purged('after CREATE DATABASE ... TEMPLATE');
 
 ($ret, $stderr, $secs) = timed('postgres', "ALTER DATABASE $db RENAME TO app2");
 is($ret, 0, 'ALTER DATABASE ... RENAME succeeds while the worker runs') or diag $stderr;
-cmp_ok($secs, '<', 3, sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
+cmp_ok($secs, '<', 5, sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
 $db = 'app2';
 TtlIndex::wait_worker($node, 'app2', 'the worker comes back to the renamed database');
 control_purged('after ALTER DATABASE ... RENAME');

@@ -35,6 +35,7 @@ shared_preload_libraries = 'ttl_index'
 ttl_index.launcher_naptime = 1
 ttl_index.enabled = off
 });
+my $primary_started = time();
 $primary->start;
 
 $primary->safe_psql('postgres', 'CREATE DATABASE app');
@@ -42,6 +43,10 @@ $primary->safe_psql('app', 'CREATE EXTENSION ttl_index');
 ok($primary->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = 'app'"),
 	'primary: worker runs (idle, ttl_index.enabled = off)');
+# how long this machine, as busy as it is now, took to start a server, its
+# launcher and the worker of a database: the yardstick of the standby's
+# watch below
+my $primary_took = time() - $primary_started;
 
 $primary->backup('bk');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -49,6 +54,7 @@ $standby->init_from_backup($primary, 'bk', has_streaming => 1);
 $standby->append_conf('postgresql.conf', 'ttl_index.enabled = on');
 # the log file is appended to when a test directory is reused: read only ours
 my $started_at = -s $standby->logfile // 0;
+my $standby_started = time();
 $standby->start;
 
 is($standby->safe_psql('postgres', 'SELECT pg_is_in_recovery()'), 't', 'standby is in recovery');
@@ -78,11 +84,22 @@ is($standby->safe_psql('app',
 is($standby->safe_psql('app', "SELECT note, count(*) FROM sessions GROUP BY 1 ORDER BY 1"),
 	"fresh|10\nnever|1\nold|1000", 'expired and unexpired rows replayed on the standby');
 
-# The standby has had several launcher naptimes to start something; make sure
-# nothing runs and nothing changes for 3 s.
+# Nothing on a standby can show that a launcher has had its chance and let
+# it go (nothing runs there to delete a marker row): the postmaster keeps
+# the launcher out until recovery ends (BgWorkerStart_RecoveryFinished).  So
+# the standby is watched: nothing runs and nothing changes for twice as
+# long, since its start, as the primary took from its start to a running
+# worker (and at least 3 s).  That time is measured on this machine, under
+# its load of the moment, and covers several launcher naptimes: a launcher
+# let in by the standby would have started its worker by the end.  A slow
+# machine only makes the watch longer.
 my $procs = $standby->safe_psql('postgres', $ttl_procs);
 my $rows = $standby->safe_psql('app', 'SELECT count(*) FROM sessions');
-my $deadline = time() + 3;
+my $watch = 2 * $primary_took;
+$watch = 3 if $watch < 3;
+my $deadline = $standby_started + $watch;
+note(sprintf('the primary took %.1f s to start its worker; the standby is watched for %.1f s after its start',
+	$primary_took, $watch));
 while (time() < $deadline)
 {
 	my $p = $standby->safe_psql('postgres', $ttl_procs);
@@ -95,7 +112,7 @@ while (time() < $deadline)
 	usleep(200_000);
 }
 is($procs, '0', 'standby: no ttl_index launcher or worker in pg_stat_activity');
-is($rows, '1011', 'standby: expired rows still there after 3 s');
+is($rows, '1011', 'standby: expired rows still there after the watch');
 is($primary->safe_psql('app', "SELECT count(*) FROM sessions WHERE note = 'old'"), '1000',
 	'primary (enabled = off) kept the expired rows too');
 

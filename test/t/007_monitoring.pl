@@ -44,11 +44,14 @@ ok($node->wait_for_log(qr/LOG:  ttl_index: deleted 25000 rows from public\.known
 	'the pass is summarised in the log (log_min_duration = 0)');
 
 # the backlog estimate, on a backlog the worker is told to leave alone
+# (once it says it is disabled, it deletes nothing more)
 $node->safe_psql('postgres', q{
 ALTER SYSTEM SET ttl_index.enabled = off;
 SELECT pg_reload_conf();
 });
-sleep 1;
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = 'postgres'",
+	'the worker is disabled');
 $node->safe_psql('postgres', q{
 INSERT INTO known (ts) SELECT now() - interval '3 hours' + i * interval '1 s'
   FROM generate_series(1, 50000) i;
@@ -128,8 +131,10 @@ REVOKE pg_read_all_stats FROM watcher;
 });
 
 # counters survive a clean restart (first stop the ramp of rows that
-# expire one a second, so the counters hold still)
+# expire one a second, and let the worker end its run, so the counters of
+# its last batch are in and they hold still)
 $node->safe_psql('postgres', 'TRUNCATE known');
+TtlIndex::wait_asleep($node, 'postgres');
 my ($rows, $batches, $passes) = split /\|/, $node->safe_psql('postgres',
 	"SELECT rows_deleted, batches, passes FROM ttl_index_stats WHERE table_name = 'known'::regclass");
 cmp_ok($rows, '>', 1500000, 'counters before the restart');

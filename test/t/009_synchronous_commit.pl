@@ -27,7 +27,8 @@ my $syncs = TtlIndex::version($node) >= 180000
   : 'SELECT wal_sync FROM pg_stat_wal';
 
 # drain(table[, archive]): 50 batches of 1000 rows (moved to an archive
-# table when asked); returns the WAL syncs meanwhile
+# table when asked); returns the WAL syncs meanwhile, counted once the
+# worker has ended its run and reported its WAL statistics
 sub drain
 {
 	my ($table, $archive) = @_;
@@ -43,8 +44,7 @@ CHECKPOINT;
 		  . ($archive ? ", archive_table => '${table}_archive'" : '') . ')');
 	$node->poll_query_until('postgres', "SELECT count(*) = 0 FROM $table")
 	  or die "$table not drained";
-	# the worker reports its WAL statistics with its table counters
-	sleep(2);
+	TtlIndex::wait_asleep($node, 'postgres', "$table: the worker has reported its WAL statistics");
 	return $node->safe_psql('postgres', $syncs) - $before;
 }
 
@@ -63,7 +63,7 @@ ALTER SYSTEM SET synchronous_standby_names = 'standby1';
 ALTER SYSTEM SET synchronous_commit = local;
 SELECT pg_reload_conf();
 });
-sleep(1);
+TtlIndex::wait_setting($node, 'synchronous_standby_names', 'standby1');
 my $syncrep = drain('t_syncrep');
 cmp_ok($syncrep, '>=', 50, "off, synchronous_standby_names set: each batch waits ($syncrep for 50 batches)");
 $node->safe_psql('postgres', q{
@@ -72,7 +72,7 @@ ALTER SYSTEM RESET synchronous_commit;
 ALTER SYSTEM SET ttl_index.synchronous_commit = on;
 SELECT pg_reload_conf();
 });
-sleep(1);
+TtlIndex::wait_setting($node, 'ttl_index.synchronous_commit', 'on');
 my $sync = drain('t_sync');
 cmp_ok($sync, '>=', 50, "on: at least one WAL sync per batch ($sync for 50 batches)");
 is($node->safe_psql('postgres', 'SELECT sum(errors) FROM ttl_index_stats'), '0', 'no errors in any case');

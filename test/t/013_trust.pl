@@ -34,7 +34,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(time sleep);
 use TtlIndex;
 
 my $node = TtlIndex::node('trust', "timezone = 'Europe/Berlin'", 'ttl_index.error_delay = 1');
@@ -95,7 +95,8 @@ sub as_mallory { return $node->safe_psql($db, shift, extra_params => ['-U', 'mal
 sub wait_as_mallory
 {
 	my ($query, $name) = @_;
-	for (1 .. 300)
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
 	{
 		return pass($name) if as_mallory($query) eq 't';
 		sleep(0.1);

@@ -39,7 +39,12 @@ $node->safe_psql('postgres', 'CREATE DATABASE app');
 my $db = 'app';
 sub sql { return $node->safe_psql($db, shift); }
 sub stat_of { my ($t, $cols) = @_; return sql("SELECT $cols FROM ttl_index_stats WHERE table_name = '$t'::regclass"); }
-sql('CREATE EXTENSION ttl_index');
+sql(q{
+CREATE EXTENSION ttl_index;
+-- its expired rows show that the worker went through its schedule
+CREATE TABLE marker (ts timestamptz NOT NULL);
+SELECT ttl_create_index('marker', 'ts', 60);
+});
 TtlIndex::wait_worker($node, $db);
 
 # ---- 1. undeletable rows
@@ -120,13 +125,19 @@ like($log, qr/an expired row of table public\.orders cannot be removed and is le
 
 # writer_lag(table, body): run body (the loop of a DO block that writes
 # rows into the table expiring 1-2 s later, committing as it goes) from a
-# session with track_counts off, sample the age of the table's oldest
-# expired row every 0.1 s for 6 s, and test that its p99 is under a second
+# session with track_counts off, once the worker has looked at the empty
+# table and rests; sample the age of the table's oldest expired row every
+# 0.1 s for 6 s, and test its p99.  The worker comes for the rows within a
+# second (ttl_index.max_sleep); one that missed the writes would leave them
+# to its full pass once a minute, and the age would climb through the 6 s.
+# The bound, 3 s, is loose for a busy machine and below that climb.
 sub writer_lag
 {
 	my ($table, $body, $name) = @_;
 	sql("CREATE TABLE $table (ts timestamptz NOT NULL); SELECT ttl_create_index('$table', 'ts', 0)");
-	sleep(2.5);	# the worker has looked at the empty table, and rests
+	TtlIndex::wait_until($node, $db, "SELECT passes >= 1 FROM ttl_index_stats WHERE table_name = '$table'::regclass",
+		"$table: the worker has looked at the empty table");
+	TtlIndex::wait_asleep($node, $db, "$table: and rests");
 	my $bg = $node->background_psql($db);
 	$bg->query_until(qr/started/, "SET track_counts = off;\n\\echo started\nDO \$\$\nBEGIN\n$body\nEND \$\$;\n");
 	my @lags;
@@ -140,7 +151,7 @@ sub writer_lag
 	$bg->quit;
 	@lags = sort { $a <=> $b } @lags;
 	my $p99 = $lags[int(0.99 * $#lags)];
-	cmp_ok($p99, '<=', 1.0, sprintf('%s (track_counts off): lag p99 %.2f s, max %.2f s over %d samples',
+	cmp_ok($p99, '<=', 3.0, sprintf('%s (track_counts off): lag p99 %.2f s, max %.2f s over %d samples',
 		$name, $p99, $lags[-1], scalar(@lags)));
 }
 
@@ -169,39 +180,48 @@ $old->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $old->query_safe('SELECT count(*) FROM heldback');
 sql(q{INSERT INTO heldback SELECT now() - interval '1 hour' + g * interval '1 ms', 'x' FROM generate_series(1, 100000) g});
 TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'a backlog of 100,000 drained under an old snapshot');
-sleep(2);	# the worker has reported its index reads
+# every index read so far is counted: the worker's (and its helpers'), and
+# the test's own sessions' (all but the old snapshot's, which read the
+# table before the rows were in)
+my $old_pid = $old->query_safe('SELECT pg_backend_pid()');
+TtlIndex::wait_asleep($node, $db);
+TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 my $idx = q{SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = 'heldback_ts_ttl_idx'::regclass};
 my $before = sql($idx);
-# a trickle of rows expiring at once: a pass each time
-for (1 .. 10)
+# a trickle of rows expiring at once: a pass for each
+for my $n (1 .. 10)
 {
 	sql(q{INSERT INTO heldback VALUES (now() - interval '1 second', 'new')});
-	sleep(0.4);
+	TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', "row $n of the trickle is deleted");
 }
-TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'the trickle is deleted');
-sleep(2);
+TtlIndex::wait_asleep($node, $db);
+TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 my $read = sql($idx) - $before;
 cmp_ok($read, '<', 100000, "10 passes over the held dead entries read $read index entries, not 100,000 each");
 # the views' look starts past them too: the worker publishes where they end
+# (counted once the sessions that looked have exited)
+TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 $before = sql($idx);
 is(sql(q{SELECT lag FROM ttl_index_stats WHERE table_name = 'heldback'::regclass}), '00:00:00',
 	'ttl_index_stats: no lag') for 1 .. 3;
-sleep(1.5);
+TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 $read = sql($idx) - $before;
 cmp_ok($read, '<', 30000, "three looks of ttl_index_stats read $read index entries, not 100,000 each");
-# a row inserted below the dead entries is still found
+# a row inserted below the dead entries is still found (within 30 s, a
+# loose bound for a busy machine: the worker looks again within a second)
 sql(q{INSERT INTO heldback VALUES (now() - interval '2 hours', 'backfill')});
-TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'a row inserted below them is deleted', 10);
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'a row inserted below them is deleted', 30);
 # a row a prepared transaction adds below them shows in the views at COMMIT
-# PREPARED (the worker is kept off the table meanwhile)
+# PREPARED (the worker is kept off the table meanwhile: once it has been
+# through its schedule after the pause, it leaves the table alone)
 sql(q{SELECT ttl_pause('heldback')});
-sleep(1);
+TtlIndex::wait_round($node, $db, 'marker', 'the worker has seen the pause');
 sql(q{BEGIN; INSERT INTO heldback VALUES (now() - interval '3 hours', 'prepared'); PREPARE TRANSACTION 'below'});
 sql(q{COMMIT PREPARED 'below'});
 is(sql(q{SELECT lag > interval '2 hours' FROM ttl_index_stats WHERE table_name = 'heldback'::regclass}), 't',
 	'a row committed below them by COMMIT PREPARED shows in the lag');
 sql(q{SELECT ttl_resume('heldback')});
-TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'and is deleted once the policy resumes', 10);
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback', 'and is deleted once the policy resumes', 30);
 $old->query_safe('COMMIT');
 $old->quit;
 
@@ -220,7 +240,7 @@ sql(q{INSERT INTO heldback_u VALUES (now() - interval '1 second')});
 TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback_u', 'then a row expiring at the end');
 sql(q{INSERT INTO heldback_u VALUES (now() - interval '2 hours')});
 TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM heldback_u',
-	'unlogged: a row inserted below the dead entries is deleted', 10);
+	'unlogged: a row inserted below the dead entries is deleted', 30);
 $old->query_safe('COMMIT');
 $old->quit;
 
@@ -258,7 +278,7 @@ TtlIndex::wait_until($node, $db, q{SELECT errors > 1 FROM ttl_index_stats WHERE 
 	'the look past the cutoff fails on the row the filter raises for, batch after batch');
 sql(q{DELETE FROM undone WHERE v = 666});
 TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM undone',
-	'then every expired row goes: none is hidden behind a prefix a failed batch recorded', 20);
+	'then every expired row goes: none is hidden behind a prefix a failed batch recorded', 30);
 $old->query_safe('COMMIT');
 $old->quit;
 
@@ -271,12 +291,14 @@ SELECT ttl_create_index('prepared', 'ts', 60);
 PREPARE TRANSACTION 'ttl';
 });
 sql(q{COMMIT PREPARED 'ttl'});
-TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM prepared', 'COMMIT PREPARED wakes the worker', 10);
+# (30 s is a loose bound, for a busy machine: a worker not woken would come
+# only when it reads its catalog again, a minute later)
+TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM prepared', 'COMMIT PREPARED wakes the worker', 30);
 
 # ---- 5. disabled
 $node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()');
 TtlIndex::wait_until($node, $db, "SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = '$db'",
-	'ttl_index.enabled = off: the progress view says disabled', 10);
+	'ttl_index.enabled = off: the progress view says disabled');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET ttl_index.enabled; SELECT pg_reload_conf()');
 
 # ---- 6. planner settings of the database do not reach the batches
@@ -292,7 +314,7 @@ ANALYZE planned;
 SELECT ttl_create_index('planned', 'ts', 3600, batch_size => 1000);
 });
 TtlIndex::wait_until($node, $db, 'SELECT count(*) = 0 FROM planned', 'a backlog of 50,000 on the executor path drains');
-sleep(2);
+TtlIndex::wait_asleep($node, $db);
 $read = sql(q{SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = 'planned_ts_ttl_idx'::regclass});
 cmp_ok($read, '<', 150000, "with enable_tidscan = off for the database, the index was read $read times, not once per batch over the backlog");
 sql('ALTER DATABASE app RESET enable_tidscan');

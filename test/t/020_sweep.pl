@@ -43,12 +43,14 @@ INSERT INTO ${table}_child VALUES (150001);
 });
 }
 
-# seq_scans(table): the table's sequential scans so far (the worker
-# reports its counters at most once a second)
+# seq_scans(table): the table's sequential scans so far, once every one is
+# counted: the worker has ended its run and reported its counters, and the
+# test's own sessions (the load, the checks) have exited, reporting theirs
 sub seq_scans
 {
 	my ($table) = @_;
-	sleep(1.5);
+	TtlIndex::wait_asleep($node, 'postgres');
+	TtlIndex::wait_sessions_gone($node, 'postgres');
 	return $node->safe_psql('postgres',
 		"SELECT seq_scan FROM pg_stat_user_tables WHERE relname = '$table'");
 }

@@ -325,7 +325,7 @@ ttl_citus_policies_sql(Oid nsp)
 					get_attnum(mirror, "time_zone") != InvalidAttrNumber ?
 					"m.time_zone,"
 					" CASE WHEN m.filter_functions IS NOT NULL THEN"
-					"  ARRAY(SELECT pg_catalog.coalesce(pg_catalog.to_regprocedure(f)::pg_catalog.oid, 0::pg_catalog.oid)"
+					"  ARRAY(SELECT coalesce(pg_catalog.to_regprocedure(f)::pg_catalog.oid, 0::pg_catalog.oid)"
 					"   FROM pg_catalog.unnest(m.filter_functions) f) END" :
 					"NULL::pg_catalog.text, NULL::pg_catalog.oid[]",
 					placement);

@@ -63,6 +63,9 @@
 
 #include "ttl_index.h"
 
+/* the policies on distributed tables, as every node reads them */
+#define TTL_CITUS_POLICY_NAME	"ttl_index_citus_policy"
+
 /*
  * ttl_citus_kind
  *		What Citus makes of the table: TTL_CITUS_NONE when Citus is not
@@ -301,7 +304,7 @@ ttl_citus_policies_sql(Oid nsp)
 	if (!OidIsValid(nsp) ||
 		!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
 		return NULL;
-	mirror = get_relname_relid("ttl_index_citus_policy", nsp);
+	mirror = get_relname_relid(TTL_CITUS_POLICY_NAME, nsp);
 	if (!OidIsValid(mirror) || ttl_citus_kind(mirror) != TTL_CITUS_REFERENCE)
 		return NULL;
 	group = ttl_citus_local_group();
@@ -329,6 +332,30 @@ ttl_citus_policies_sql(Oid nsp)
 					"   FROM pg_catalog.unnest(m.filter_functions) f) END" :
 					"NULL::pg_catalog.text, NULL::pg_catalog.oid[]",
 					placement);
+}
+
+/*
+ * ttl_citus_policy_copy
+ *		Whether the relation of this name and schema is a placement of
+ *		ttl_index_citus_policy: a write to it (INSERT, or the COPY Citus
+ *		sends for INSERT ... SELECT) changes the policies this node purges,
+ *		and wakes its worker at commit (hooks.c).  Called at the end of
+ *		every statement that writes: a comparison of the name's prefix, and
+ *		a catalog look-up only when it matches.
+ */
+bool
+ttl_citus_policy_copy(const char *relname, Oid relnamespace)
+{
+	size_t		len = strlen(TTL_CITUS_POLICY_NAME);
+	size_t		digits;
+
+	if (relname == NULL || strncmp(relname, TTL_CITUS_POLICY_NAME, len) != 0 ||
+		relname[len] != '_')
+		return false;
+	digits = strspn(relname + len + 1, "0123456789");
+	if (digits == 0 || relname[len + 1 + digits] != '\0')
+		return false;
+	return relnamespace == ttl_catalog_namespace(true);
 }
 
 /*

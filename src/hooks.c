@@ -5,13 +5,16 @@
  *	  transactions: the utility hook, the executor-end hook, and the
  *	  transaction callbacks.
  *
- *	- Commit wake-ups: a change to the policy catalog (or CREATE EXTENSION,
- *	  DROP EXTENSION, a COMMIT PREPARED whose tables are not known) asks, at
+ *	- Commit wake-ups: a change to the policy catalog (or to a Citus node's
+ *	  copy of the policies on distributed tables, CREATE EXTENSION, DROP
+ *	  EXTENSION, a COMMIT PREPARED whose tables are not known) asks, at
  *	  commit and only then, for the database's worker to re-read its
  *	  policies and for the launcher to look at the database (shmem.c).  A
  *	  worker woken before the change is visible would read the old
  *	  policies and sleep again.  A transaction
- *	  that is prepared wakes no one: its COMMIT PREPARED does.
+ *	  that is prepared wakes no one: its COMMIT PREPARED does (the
+ *	  coordinator writes a node's copy of the policies in a prepared
+ *	  transaction).
  *	- Writes: the tables a transaction inserts into or updates, noted at
  *	  the executor's end and after COPY FROM, reach writes.c's counters at
  *	  commit.
@@ -115,7 +118,9 @@ ttl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* visible at COMMIT PREPARED, which bumps them again (writes.c) */
 			ttl_writes_bump();
-			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL);
+			/* a wake-up that waited for this commit waits for COMMIT PREPARED */
+			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL,
+								WakePending);
 			PreparingGid[0] = '\0';
 			ttl_stats_at_xact_end(false);
 			WakePending = false;
@@ -161,6 +166,16 @@ ttl_executor_end(QueryDesc *queryDesc)
 	if (estate != NULL)
 	{
 		ListCell   *lc;
+
+		/* a Citus node's copy of the policies: wake the worker (citus.c) */
+		foreach(lc, estate->es_opened_result_relations)
+		{
+			Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
+
+			if (ttl_citus_policy_copy(RelationGetRelationName(rel),
+									  RelationGetNamespace(rel)))
+				ttl_wake_at_commit();
+		}
 
 		/* a SELECT has result relations only for a data-modifying WITH */
 		if (queryDesc->operation != CMD_DELETE)
@@ -482,8 +497,16 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	/* rows COPY FROM added */
 	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
 		((CopyStmt *) parsetree)->relation != NULL)
-		ttl_writes_note(RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
-										 NoLock, true));
+	{
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
+											 NoLock, true);
+
+		ttl_writes_note(relid);
+		/* a Citus node's copy of the policies: wake the worker (citus.c) */
+		if (OidIsValid(relid) &&
+			ttl_citus_policy_copy(get_rel_name(relid), get_rel_namespace(relid)))
+			ttl_wake_at_commit();
+	}
 }
 
 /*

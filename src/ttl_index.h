@@ -188,6 +188,7 @@ typedef enum TtlCitusKind
 extern TtlCitusKind ttl_citus_kind(Oid relid);
 extern void ttl_citus_check_create(TtlPolicy *policy);
 extern char *ttl_citus_policies_sql(Oid nsp);
+extern bool ttl_citus_policy_copy(const char *relname, Oid relnamespace);
 extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
@@ -685,7 +686,7 @@ extern void ttl_writes_note(Oid relid);
 extern void ttl_writes_bump(void);
 extern void ttl_writes_at_xact_end(bool commit);
 extern uint32 ttl_writes_count(Oid dboid, Oid relid);
-extern void ttl_writes_prepared(const char *gid);
+extern void ttl_writes_prepared(const char *gid, bool wake);
 extern bool ttl_writes_finish_prepared(const char *gid, bool commit);
 
 /* ----------

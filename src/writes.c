@@ -136,10 +136,13 @@ ttl_writes_at_xact_end(bool commit)
  *		PREPARE TRANSACTION gid: keep the tables the transaction wrote, for
  *		its COMMIT PREPARED to bump (see the top of the file), then forget
  *		them here.  Too many tables, or no room: COMMIT PREPARED will not
- *		find them, and wakes every policy of the database instead.
+ *		find them, and wakes every policy of the database instead.  wake:
+ *		the transaction changed the policies (a Citus node's copy of them,
+ *		citus.c), and its COMMIT PREPARED must wake the worker: the tables
+ *		are not kept, as if too many.
  */
 void
-ttl_writes_prepared(const char *gid)
+ttl_writes_prepared(const char *gid, bool wake)
 {
 	TtlPrepared *p;
 
@@ -152,7 +155,7 @@ ttl_writes_prepared(const char *gid)
 	p = ttl_shmem_prepared_find(gid, MyDatabaseId, true);
 	if (p != NULL)
 	{
-		p->n = NNoted <= TTL_PREPARED_BUCKETS ? NNoted : -1;
+		p->n = NNoted <= TTL_PREPARED_BUCKETS && !wake ? NNoted : -1;
 		for (int i = 0; i < p->n; i++)
 			p->buckets[i] = Noted[i];
 	}

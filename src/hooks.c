@@ -30,6 +30,8 @@
  *	- DROP EXTENSION ttl_index drops the indexes ttl_create_index made, as
  *	  ttl_drop_index would (in the same transaction: a failed DROP
  *	  EXTENSION keeps them).
+ *	- ALTER TABLE ... SET SCHEMA, which Citus may turn into distributing or
+ *	  undistributing the table: its policies follow it (citus.c).
  *
  * The utility and executor hooks are installed only when the library is
  * preloaded (every backend has them then); the transaction callbacks in
@@ -416,6 +418,7 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	Oid			dboid = ttl_utility_target_database(parsetree);
 	List	   *drop_later = NIL;
 	ListCell   *lc2;
+	void	   *citus_span;
 
 	if (IsA(parsetree, DropStmt) &&
 		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
@@ -487,8 +490,11 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	/* ALTER TABLE ... SET SCHEMA: Citus may replace the table (citus.c) */
+	citus_span = ttl_citus_utility_begin(parsetree);
 	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
 					 params, queryEnv, dest, qc);
+	ttl_citus_utility_end(citus_span);
 
 	/* DROP EXTENSION: the TTL indexes of Citus tables, now */
 	foreach(lc2, drop_later)

@@ -262,6 +262,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	ttl_hooks_install_local();
+	ttl_citus_hooks_install();
 
 	/* settings of the shared memory size exist only when preloaded */
 	if (!process_shared_preload_libraries_in_progress)

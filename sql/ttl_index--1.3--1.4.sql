@@ -765,3 +765,170 @@ CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id;
 
+
+-- Citus: policies follow their tables
+--
+-- A policy follows its table through every Citus function that
+-- distributes, converts or replaces it: create_distributed_table(),
+-- create_distributed_table_concurrently(), citus_schema_distribute() and
+-- citus_schema_undistribute(), alter_distributed_table(),
+-- undistribute_table(), alter_table_set_access_method(), and ALTER TABLE
+-- ... SET SCHEMA into or out of a distributed schema; create_reference_table()
+-- and citus_add_local_table_to_metadata() are refused on a table with a
+-- policy.  That is a hook in the library (citus.c), with no SQL object of
+-- its own: it writes the catalog as the API does.
+--
+-- What is here: what the coordinator says of each node.
+-- ttl_index_citus_nodes() is now C (citus.c) and says per node what it
+-- can: its state (purging, ttl_index not preloaded, ttl_index disabled,
+-- policy missing, no ttl_index, node down, node disabled, failed), and for
+-- a node that gave no counters its last known ones, marked stale, with the
+-- time they were read.  The two views that read it are made again:
+-- ttl_index_stats gains stalled (on a Citus coordinator, for a policy on a
+-- distributed table: the nodes whose rows wait, and why; NULL when every
+-- node purges) and counts a node that did not answer by its last known
+-- counters, never as zero; ttl_index_citus_stats gains nodes_stale and
+-- stalled.
+DROP VIEW @extschema@.ttl_index_citus_stats;
+DROP VIEW @extschema@.ttl_index_stats;
+DROP FUNCTION @extschema@.ttl_index_citus_nodes();
+
+-- What this node can do for the policies on distributed tables: purging,
+-- ttl_index not preloaded, ttl_index disabled.  ttl_index_citus_nodes()
+-- asks every node.  Everyone may call it, as the caller; it tells whether
+-- the library is preloaded and ttl_index.enabled, nothing else.
+CREATE FUNCTION @extschema@.ttl_index_citus_node_state()
+RETURNS text
+AS 'MODULE_PATHNAME', 'ttl_index_citus_node_state'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_citus_node_state() IS
+	'what this node can do for the TTL policies on Citus distributed tables: purging, ttl_index not preloaded, ttl_index disabled';
+
+-- Everyone may call it, as the caller: the nodes are asked over the
+-- caller's connections, and each node hides from the caller what its
+-- ttl_index_policy_stats() hides.
+CREATE FUNCTION @extschema@.ttl_index_citus_nodes(
+	OUT policy_id integer,
+	OUT table_name regclass,
+	OUT nodename text,
+	OUT nodeport integer,
+	OUT reachable boolean,
+	OUT rows_deleted bigint,
+	OUT errors bigint,
+	OUT last_error text,
+	OUT last_run timestamptz,
+	OUT lag interval,
+	OUT expired_estimate bigint,
+	OUT falling_behind boolean,
+	OUT state text,
+	OUT stale boolean,
+	OUT counted_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_index_citus_nodes'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_citus_nodes() IS
+	'per node, the counters of each TTL policy on a Citus distributed table and what the node can do for it (run on the coordinator)';
+
+-- As before, plus stalled; a policy on a distributed table is shown over
+-- the whole table (the other counters are the coordinator's own).  The
+-- nodes are asked only where Citus is installed, and only when a policy is
+-- on a distributed table (ttl_index_citus_nodes() asks none otherwise).
+CREATE VIEW @extschema@.ttl_index_stats AS
+	WITH nodes AS MATERIALIZED (
+		SELECT * FROM @extschema@.ttl_index_citus_nodes()
+		 WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL),
+	cluster AS (
+		SELECT n.policy_id,
+			   sum(n.rows_deleted)::bigint AS rows_deleted,
+			   sum(n.errors)::bigint AS errors,
+			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
+				  FILTER (WHERE n.last_error IS NOT NULL AND NOT n.stale))[1] AS last_error,
+			   max(n.last_run) AS last_run,
+			   max(n.lag) AS lag,
+			   sum(n.expired_estimate)::bigint AS expired_estimate,
+			   bool_or(n.falling_behind) AS falling_behind,
+			   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
+									 ORDER BY n.nodename, n.nodeport)
+				 FILTER (WHERE n.state <> 'purging') AS stalled
+		  FROM nodes n
+		 WHERE n.policy_id IS NOT NULL
+		 GROUP BY n.policy_id)
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   coalesce(p.batch_size,
+					pg_catalog.current_setting('ttl_index.batch_size', true)::integer)
+			 AS batch_size,
+		   p.enabled,
+		   coalesce(c.rows_deleted, s.rows_deleted, 0) AS rows_deleted,
+		   coalesce(s.batches, 0) AS batches,
+		   coalesce(s.passes, 0) AS passes,
+		   coalesce(s.rows_skipped_locked, 0) AS rows_skipped_locked,
+		   coalesce(s.skipped_locked, 0) AS skipped_locked,
+		   coalesce(c.errors, s.errors, 0) AS errors,
+		   coalesce(c.last_error, s.last_error) AS last_error,
+		   s.last_error_at,
+		   coalesce(c.last_run, s.last_run) AS last_run,
+		   coalesce(s.time_spent, interval '0') AS time_spent,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.lag ELSE s.lag END AS lag,
+		   CASE WHEN c.policy_id IS NOT NULL THEN c.expired_estimate ELSE s.expired_estimate END AS expired_estimate,
+		   s.next_expiry,
+		   s.stats_reset,
+		   NOT p.enabled AS paused,
+		   p.ttl_column,
+		   p.filter,
+		   p.unit,
+		   p.action,
+		   p.archive_table,
+		   p.soft_delete_column,
+		   p.rate_limit,
+		   coalesce(s.rows_archived, 0) AS rows_archived,
+		   coalesce(s.rows_soft_deleted, 0) AS rows_soft_deleted,
+		   coalesce(s.partitions_dropped, 0) AS partitions_dropped,
+		   coalesce(s.rows_held, 0) AS rows_held,
+		   s.last_error_sqlstate,
+		   coalesce(s.rows_last_pass, 0) AS rows_last_pass,
+		   p.replication_origin,
+		   coalesce(s.expiry_rate, 0) AS expiry_rate,
+		   coalesce(s.delete_rate, 0) AS delete_rate,
+		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind,
+		   p.time_zone,
+		   c.stalled
+	  FROM @extschema@.ttl_index_policy p
+	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
+	  LEFT JOIN cluster c ON c.policy_id = p.id;
+
+GRANT SELECT ON @extschema@.ttl_index_stats TO PUBLIC;
+
+-- The whole table: rows and errors summed over the nodes (a node that did
+-- not answer by its last known counters), the greatest lag, the expired
+-- rows summed, how many nodes answered, and which nodes leave rows waiting.
+CREATE VIEW @extschema@.ttl_index_citus_stats AS
+	WITH n AS MATERIALIZED (
+		SELECT * FROM @extschema@.ttl_index_citus_nodes()
+		 WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL)
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   count(n.nodename) FILTER (WHERE NOT n.stale) AS nodes,
+		   count(n.nodename) FILTER (WHERE NOT n.stale AND n.errors > 0) AS nodes_with_errors,
+		   (SELECT count(DISTINCT (u.nodename, u.nodeport)) FROM n u WHERE NOT u.reachable) AS nodes_unreachable,
+		   coalesce(sum(n.rows_deleted), 0)::bigint AS rows_deleted,
+		   coalesce(sum(n.errors), 0)::bigint AS errors,
+		   max(n.lag) AS lag,
+		   sum(n.expired_estimate)::bigint AS expired_estimate,
+		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
+		   max(n.last_run) AS last_run,
+		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL) AS nodes_stale,
+		   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
+								 ORDER BY n.nodename, n.nodeport)
+			 FILTER (WHERE n.state <> 'purging') AS stalled
+	  FROM @extschema@.ttl_index_policy p
+	  JOIN n ON n.policy_id = p.id
+	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
+
+GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;

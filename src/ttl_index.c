@@ -316,6 +316,7 @@ ttl_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	ttl_shmem_request();
+	ttl_citus_shmem_request();
 }
 
 /*
@@ -329,6 +330,7 @@ ttl_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	ttl_shmem_init();
+	ttl_citus_shmem_init();
 	if (!IsUnderPostmaster)
 		ttl_stats_init();
 }

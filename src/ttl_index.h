@@ -190,6 +190,8 @@ extern void ttl_citus_check_create(TtlPolicy *policy);
 extern char *ttl_citus_policies_sql(Oid nsp);
 extern bool ttl_citus_policy_copy(const char *relname, Oid relnamespace);
 extern void ttl_citus_hooks_install(void);
+extern void ttl_citus_shmem_request(void);
+extern void ttl_citus_shmem_init(void);
 extern void *ttl_citus_utility_begin(Node *parsetree);
 extern void ttl_citus_utility_end(void *span);
 extern List *ttl_citus_shards(Oid relid);

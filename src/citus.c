@@ -529,10 +529,11 @@ ttl_drop_created(Oid indexoid)
  *	  reference table makes a Citus local table of a table) are left as
  *	  they were: the policy stays on the table that holds the rows.
  *
- * Reading runs as the caller (the policy catalog, pg_class, pg_index,
- * pg_description and pg_dist_partition are readable by all); writing the
- * catalog runs as the extension's owner with search_path pinned, as the
- * API functions do (api.c).  Nothing of the table's owner runs.
+ * Reading and writing the catalog run as the extension's owner with
+ * search_path pinned, as the API functions write it (api.c): the caller of
+ * a Citus function may have no right on the extension's schema, and is not
+ * refused for it.  What runs reads catalogs and writes the stored row
+ * back: nothing of the table's owner, nor of the caller's, runs.
  * ----------
  */
 
@@ -695,10 +696,14 @@ ttl_citus_kind_char(TtlCitusKind kind)
 /*
  * ttl_citus_as_owner
  *		Run a statement on the policy catalog as the extension's owner,
- *		with a pinned search_path (as api.c writes it).  The caller is
+ *		with the settings stored SQL is parsed under pinned (search_path
+ *		first), as api.c writes it.  Reads too: the caller of a Citus
+ *		function may have no right on the extension's schema, and must not
+ *		be refused for it.  Not read-only, so the snapshot sees what the
+ *		call has done so far.  Returns SPI's result; the caller is
  *		connected to SPI.
  */
-static void
+static int
 ttl_citus_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values)
 {
 	Oid			save_userid;
@@ -708,18 +713,18 @@ ttl_citus_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values)
 	int			ret;
 
 	if (!ttl_extension_info(NULL, &extowner))
-		return;
+		elog(ERROR, "extension \"%s\" is not installed in this database",
+			 TTL_EXTENSION_NAME);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(extowner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = ttl_parse_env_enter();
 	ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
-	AtEOXact_GUC(true, nestlevel);
+	ttl_parse_env_leave(nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (ret < 0)
-		elog(ERROR, "could not write the ttl_index policy catalog: %s",
+		elog(ERROR, "could not run a statement on the ttl_index policy catalog: %s",
 			 SPI_result_code_string(ret));
+	return ret;
 }
 
 /*
@@ -736,7 +741,6 @@ ttl_citus_span_begin(Oid fn_oid)
 	Oid			nsp;
 	char	   *sql;
 	bool		snapshot;
-	int			nestlevel;
 
 	cxt = AllocSetContextCreate(TopTransactionContext, "ttl_index Citus follow",
 								ALLOCSET_SMALL_SIZES);
@@ -770,12 +774,8 @@ ttl_citus_span_begin(Oid fn_oid)
 	if (snapshot)
 		PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
-	/* the caller's search_path plays no part (nor elsewhere here) */
-	nestlevel = ttl_parse_env_enter();
-	/* not read-only: a snapshot that sees what the call has done so far */
-	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
+	if (ttl_citus_as_owner(sql, 0, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the ttl_index policy catalog");
-	ttl_parse_env_leave(nestlevel);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -866,7 +866,6 @@ ttl_citus_span_end(TtlCitusSpan *span)
 	ListCell   *lc;
 	bool		snapshot;
 	char	   *qualified;
-	int			nestlevel;
 
 	if (span->held == NIL || !IsTransactionState() ||
 		!OidIsValid(nsp = ttl_catalog_namespace(true)) ||
@@ -890,12 +889,9 @@ ttl_citus_span_end(TtlCitusSpan *span)
 	if (snapshot)
 		PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
-	nestlevel = ttl_parse_env_enter();
-	/* not read-only: a snapshot that sees what the call did */
-	if (SPI_execute(psprintf("SELECT p.id, p.relid::pg_catalog.oid, " TTL_CITUS_KIND_SQL
-							 " FROM %s p", qualified), false, 0) != SPI_OK_SELECT)
+	if (ttl_citus_as_owner(psprintf("SELECT p.id, p.relid::pg_catalog.oid, " TTL_CITUS_KIND_SQL
+									" FROM %s p", qualified), 0, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the ttl_index policy catalog");
-	ttl_parse_env_leave(nestlevel);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];

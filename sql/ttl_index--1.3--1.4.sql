@@ -716,23 +716,99 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_health'
 LANGUAGE C STRICT;
 
--- ttl_index_stats shows each policy's time zone (NULL: not a timestamp or
--- date key) and whether it is stalled, and why.
-CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
-	WITH cluster AS MATERIALIZED (
+-- ttl_index_stats gains time_zone (NULL: not a timestamp or date key) and
+-- stalled (why expired rows stay): the view is made again below, with
+-- what the Citus coordinator says of its nodes.
+
+
+-- Citus: policies follow their tables
+--
+-- A policy follows its table through every Citus function that
+-- distributes, converts or replaces it: create_distributed_table(),
+-- create_distributed_table_concurrently(), citus_schema_distribute() and
+-- citus_schema_undistribute(), alter_distributed_table(),
+-- undistribute_table(), alter_table_set_access_method(), and ALTER TABLE
+-- ... SET SCHEMA into or out of a distributed schema; create_reference_table()
+-- and citus_add_local_table_to_metadata() are refused on a table with a
+-- policy.  That is a hook in the library (citus.c), with no SQL object of
+-- its own: it writes the catalog as the API does.
+--
+-- What is here: what the coordinator says of each node.
+-- ttl_index_citus_nodes() is now C (citus.c) and says per node what it
+-- can: its state (purging, ttl_index not preloaded, ttl_index disabled,
+-- policy missing, no ttl_index, node down, node disabled, failed), and for
+-- a node that gave no counters its last known ones, marked stale, with the
+-- time they were read.  The two views that read it are made again:
+-- ttl_index_stats's stalled adds, on a Citus coordinator for a policy on a
+-- distributed table, the nodes whose rows wait, and why (after what the
+-- worker's own last pass found, ttl_index_policy_health()), and counts a node that did not answer by its last known
+-- counters, never as zero; ttl_index_citus_stats gains nodes_stale and
+-- stalled.
+DROP VIEW @extschema@.ttl_index_citus_stats;
+DROP VIEW @extschema@.ttl_index_stats;
+DROP FUNCTION @extschema@.ttl_index_citus_nodes();
+
+-- What this node can do for the policies on distributed tables: purging,
+-- ttl_index not preloaded, ttl_index disabled.  ttl_index_citus_nodes()
+-- asks every node.  Everyone may call it, as the caller; it tells whether
+-- the library is preloaded and ttl_index.enabled, nothing else.
+CREATE FUNCTION @extschema@.ttl_index_citus_node_state()
+RETURNS text
+AS 'MODULE_PATHNAME', 'ttl_index_citus_node_state'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_citus_node_state() IS
+	'what this node can do for the TTL policies on Citus distributed tables: purging, ttl_index not preloaded, ttl_index disabled';
+
+-- Everyone may call it, as the caller: the nodes are asked over the
+-- caller's connections, and each node hides from the caller what its
+-- ttl_index_policy_stats() hides.
+CREATE FUNCTION @extschema@.ttl_index_citus_nodes(
+	OUT policy_id integer,
+	OUT table_name regclass,
+	OUT nodename text,
+	OUT nodeport integer,
+	OUT reachable boolean,
+	OUT rows_deleted bigint,
+	OUT errors bigint,
+	OUT last_error text,
+	OUT last_run timestamptz,
+	OUT lag interval,
+	OUT expired_estimate bigint,
+	OUT falling_behind boolean,
+	OUT state text,
+	OUT stale boolean,
+	OUT counted_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_index_citus_nodes'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION @extschema@.ttl_index_citus_nodes() IS
+	'per node, the counters of each TTL policy on a Citus distributed table and what the node can do for it (run on the coordinator)';
+
+-- As before, plus stalled; a policy on a distributed table is shown over
+-- the whole table (the other counters are the coordinator's own).  The
+-- nodes are asked only where Citus is installed, and only when a policy is
+-- on a distributed table (ttl_index_citus_nodes() asks none otherwise).
+CREATE VIEW @extschema@.ttl_index_stats AS
+	WITH nodes AS MATERIALIZED (
+		SELECT * FROM @extschema@.ttl_index_citus_nodes()
+		 WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL),
+	cluster AS (
 		SELECT n.policy_id,
 			   sum(n.rows_deleted)::bigint AS rows_deleted,
 			   sum(n.errors)::bigint AS errors,
 			   (pg_catalog.array_agg(n.last_error ORDER BY n.last_run DESC NULLS LAST)
-				  FILTER (WHERE n.last_error IS NOT NULL))[1] AS last_error,
+				  FILTER (WHERE n.last_error IS NOT NULL AND NOT n.stale))[1] AS last_error,
 			   max(n.last_run) AS last_run,
 			   max(n.lag) AS lag,
 			   sum(n.expired_estimate)::bigint AS expired_estimate,
-			   bool_or(n.falling_behind) AS falling_behind
-		  FROM @extschema@.ttl_index_citus_nodes() n
-		 WHERE EXISTS (SELECT FROM @extschema@.ttl_index_citus_policy m
-						JOIN @extschema@.ttl_index_policy q ON q.id = m.id)
-		   AND n.reachable
+			   bool_or(n.falling_behind) AS falling_behind,
+			   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
+									 ORDER BY n.nodename, n.nodeport)
+				 FILTER (WHERE n.state <> 'purging') AS stalled
+		  FROM nodes n
+		 WHERE n.policy_id IS NOT NULL
 		 GROUP BY n.policy_id)
 	SELECT p.id AS policy_id,
 		   p.relid AS table_name,
@@ -775,9 +851,42 @@ CREATE OR REPLACE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.delete_rate, 0) AS delete_rate,
 		   coalesce(c.falling_behind, s.falling_behind, false) AS falling_behind,
 		   p.time_zone,
-		   h.stalled
+		   CASE WHEN c.stalled IS NULL THEN h.stalled
+				WHEN h.stalled IS NULL THEN c.stalled
+				ELSE h.stalled || '; ' || c.stalled END AS stalled
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id
 	  LEFT JOIN @extschema@.ttl_index_policy_health() h ON h.policy_id = p.id;
 
+GRANT SELECT ON @extschema@.ttl_index_stats TO PUBLIC;
+
+-- The whole table: rows and errors summed over the nodes (a node that did
+-- not answer by its last known counters), the greatest lag, the expired
+-- rows summed, how many nodes answered, and which nodes leave rows waiting.
+CREATE VIEW @extschema@.ttl_index_citus_stats AS
+	WITH n AS MATERIALIZED (
+		SELECT * FROM @extschema@.ttl_index_citus_nodes()
+		 WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL)
+	SELECT p.id AS policy_id,
+		   p.relid AS table_name,
+		   p.column_name,
+		   p.expire_after,
+		   count(n.nodename) FILTER (WHERE NOT n.stale) AS nodes,
+		   count(n.nodename) FILTER (WHERE NOT n.stale AND n.errors > 0) AS nodes_with_errors,
+		   (SELECT count(DISTINCT (u.nodename, u.nodeport)) FROM n u WHERE NOT u.reachable) AS nodes_unreachable,
+		   coalesce(sum(n.rows_deleted), 0)::bigint AS rows_deleted,
+		   coalesce(sum(n.errors), 0)::bigint AS errors,
+		   max(n.lag) AS lag,
+		   sum(n.expired_estimate)::bigint AS expired_estimate,
+		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
+		   max(n.last_run) AS last_run,
+		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL) AS nodes_stale,
+		   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
+								 ORDER BY n.nodename, n.nodeport)
+			 FILTER (WHERE n.state <> 'purging') AS stalled
+	  FROM @extschema@.ttl_index_policy p
+	  JOIN n ON n.policy_id = p.id
+	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
+
+GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;

@@ -270,6 +270,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	ttl_hooks_install_local();
+	ttl_citus_hooks_install();
 
 	/* settings of the shared memory size exist only when preloaded */
 	if (!process_shared_preload_libraries_in_progress)
@@ -323,6 +324,7 @@ ttl_shmem_request_hook(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	ttl_shmem_request();
+	ttl_citus_shmem_request();
 }
 
 /*
@@ -336,6 +338,7 @@ ttl_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	ttl_shmem_init();
+	ttl_citus_shmem_init();
 	if (!IsUnderPostmaster)
 		ttl_stats_init();
 }

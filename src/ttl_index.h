@@ -189,6 +189,12 @@ typedef enum TtlCitusKind
 extern TtlCitusKind ttl_citus_kind(Oid relid);
 extern void ttl_citus_check_create(TtlPolicy *policy);
 extern char *ttl_citus_policies_sql(Oid nsp);
+extern bool ttl_citus_policy_copy(const char *relname, Oid relnamespace);
+extern void ttl_citus_hooks_install(void);
+extern void ttl_citus_shmem_request(void);
+extern void ttl_citus_shmem_init(void);
+extern void *ttl_citus_utility_begin(Node *parsetree);
+extern void ttl_citus_utility_end(void *span);
 extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);

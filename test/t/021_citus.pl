@@ -11,6 +11,19 @@
 # and nothing changes; DROP DATABASE works with Citus's maintenance daemon
 # and our worker both connected.
 #
+# Issue 37, case 4 (no silent stall): a policy follows its table through
+# create_distributed_table() (made before it), citus_schema_distribute()
+# and citus_schema_undistribute(), ALTER TABLE ... SET SCHEMA into and out
+# of a distributed schema, alter_distributed_table(), undistribute_table()
+# and create_distributed_table_concurrently() (run by the table's owner, a
+# role that cannot write the catalog): same id, same settings, its TTL
+# index still ttl_index's, on every node at once; create_reference_table()
+# and citus_add_local_table_to_metadata() of a table with a policy are
+# refused, as is distributing one whose policy archives; a node added
+# without ttl_index preloaded, and a node down, show in the coordinator's
+# ttl_index_stats (stalled, and the down node's last known counts, never a
+# smaller total), read while the rows wait.
+#
 # Runs where Citus is installed in the server under test (the PostgreSQL
 # 18.3 build of test/pg_build.sh); skipped elsewhere.
 use strict;
@@ -20,6 +33,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time sleep);
 use TtlIndex;
 
 my $probe = PostgreSQL::Test::Cluster->new('probe');
@@ -379,6 +393,337 @@ TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM plain', '10',
 	'a plain table of the coordinator is purged', 30);
 is($workers[0]->safe_psql($db, 'SELECT count(*) FROM ttl_index_citus_policy WHERE table_name = \'plain\''),
 	'0', 'and its policy stays on the coordinator');
+
+# ==== Issue 37, case 4: no silent stall on Citus.  A policy follows its
+# table through every Citus function that distributes, converts or
+# replaces it (same id, same settings, its TTL index still marked as
+# ttl_index's), and reaches the nodes at once; a node that cannot purge
+# shows in the coordinator's ttl_index_stats.  Each case reads what the
+# coordinator's ttl_index_stats said while the rows waited.
+
+# said(sql): what the coordinator answers, or "error: ..." (a column the
+# code under test lacks is a failed test, not the end of the script)
+sub said
+{
+	my ($sql, $node) = @_;
+	my ($rc, $out, $err) = ($node // $coord)->psql($db, $sql);
+	return $rc == 0 ? $out : "error: $err";
+}
+
+# wait_said(sql, expected, name): a test that the coordinator's answer
+# becomes the expected one (60 s at most)
+sub wait_said
+{
+	my ($sql, $expected, $name) = @_;
+	my $deadline = time() + 60;
+	my $got;
+	for (;;)
+	{
+		$got = said($sql);
+		last if $got eq $expected || time() > $deadline;
+		sleep(0.1);
+	}
+	return is($got, $expected, $name);
+}
+
+# purged(table, policy id, nodes, total, name): the table's expired rows
+# (payload 'x') are all deleted; at each look while they waited, the
+# coordinator's ttl_index_stats said of the policy that nothing stalls and
+# ttl_index_citus_stats that every node answered with it (nodes: 0 for a
+# table that is not distributed); at the end ttl_index_stats counts the
+# total (undef: not checked)
+sub purged
+{
+	my ($table, $id, $nodes, $total, $name) = @_;
+	my ($left, $wrong) = (-1, '');
+	my $deadline = time() + 60;
+	while (time() < $deadline)
+	{
+		my $now = said(qq{SELECT coalesce(s.stalled, 'none') || ' ' || coalesce(c.nodes, 0)
+		  FROM ttl_index_stats s LEFT JOIN ttl_index_citus_stats c USING (policy_id)
+		 WHERE s.policy_id = $id});
+		$wrong = $now if $wrong eq '' && $now ne "none $nodes";
+		$left = said("SELECT count(*) FROM $table WHERE payload = 'x'");
+		last if $left eq '0';
+		sleep(0.1);
+	}
+	is($left, '0', "$name: every node purged the table");
+	is($wrong, '', "$name: while the rows waited, ttl_index_stats showed every node purging the policy");
+	wait_said(qq{SELECT rows_deleted || ' ' || errors || ' ' || coalesce(stalled, 'none')
+	  FROM ttl_index_stats WHERE policy_id = $id}, "$total 0 none",
+		"$name: ttl_index_stats counts every node's rows")
+	  if defined $total;
+}
+
+# marked(table): the table's indexes marked as ttl_index's (the ones
+# ttl_drop_index() and DROP EXTENSION drop)
+sub marked
+{
+	my ($table) = @_;
+	return said(qq{SELECT count(*) FROM pg_index
+	  WHERE indrelid = '$table'::regclass
+	    AND obj_description(indexrelid, 'pg_class') = 'created by ttl_index; dropped by ttl_drop_index()'});
+}
+
+# copies(id): "node:table" of the policy's copy on each worker node
+sub copies
+{
+	my ($id, @nodes) = @_;
+	return join ' ', map { $_->name . ':' . said(qq{SELECT coalesce(min(table_schema || '.' || table_name), 'none')
+	  FROM ttl_index_citus_policy WHERE id = $id}, $_) } (@nodes ? @nodes : (@workers, $late));
+}
+
+# all_copies(id, table): what copies() says when every worker node has it
+sub all_copies
+{
+	my ($table, @nodes) = @_;
+	return join ' ', map { $_->name . ":$table" } (@nodes ? @nodes : (@workers, $late));
+}
+
+# expire_from(table, first id, n): n rows expired an hour ago, ids from
+# first on (a table with a primary key takes rows a failed purge left)
+sub expire_from
+{
+	my ($table, $first, $n) = @_;
+	$coord->safe_psql($db, sprintf(q{INSERT INTO %s
+	  SELECT g, now() - interval '2 hours', 'x' FROM generate_series(%d, %d) g},
+		$table, $first, $first + $n - 1));
+}
+
+# on_node(table, node, where): rows of the table on the node's placements
+sub on_node
+{
+	my ($table, $node, $where) = @_;
+	return $coord->safe_psql($db, sprintf(q{SELECT coalesce(sum(result::bigint), 0)
+	  FROM run_command_on_placements('%s', 'SELECT count(*) FROM %%s %s') WHERE nodeport = %d},
+		$table, $where, $node->port));
+}
+
+# ---- a policy made before create_distributed_table() reaches every node
+# (it stayed on the coordinator, whose own shards only were purged)
+$coord->safe_psql($db, q{
+CREATE TABLE early (id bigint, created_at timestamptz NOT NULL, payload text);
+SELECT ttl_create_index('early', 'created_at', 3600, batch_size => 500);
+SELECT create_distributed_table('early', 'id', shard_count => 8, colocate_with => 'none');
+});
+my $early = $coord->safe_psql($db, q{SELECT id FROM ttl_index_policy WHERE relid = 'early'::regclass});
+is(copies($early), all_copies('public.early'),
+	'create_distributed_table() after ttl_create_index(): every node has the policy');
+is(said(qq{SELECT batch_size FROM ttl_index_citus_policy WHERE id = $early}, $late), '500',
+	'with its settings');
+expire('early', 4000);
+purged('early', $early, 4, 4000, 'a table distributed after its policy');
+
+# ---- citus_schema_distribute(): its tables' policies reach the nodes
+$coord->safe_psql($db, q{
+CREATE SCHEMA tenant;
+CREATE TABLE tenant.visits (id bigint, created_at timestamptz NOT NULL, payload text);
+SELECT ttl_create_index('tenant.visits', 'created_at', 3600);
+SELECT citus_schema_distribute('tenant');
+});
+my $visits = $coord->safe_psql($db, q{SELECT id FROM ttl_index_policy WHERE relid = 'tenant.visits'::regclass});
+# its one shard on a worker, which purges it only with the policy's copy
+my ($vshard, $vport) = split /\|/, $coord->safe_psql($db,
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'tenant.visits'::regclass});
+if ($vport == $coord->port)
+{
+	$coord->safe_psql($db, sprintf(q{SELECT citus_move_shard_placement(%d, '%s', %d, '%s', %d,
+		shard_transfer_mode => 'block_writes')},
+		$vshard, $host, $coord->port, $host, $workers[0]->port));
+}
+is(copies($visits), all_copies('tenant.visits'), 'citus_schema_distribute(): every node has the policy');
+expire('tenant.visits', 2000);
+purged('tenant.visits', $visits, 4, 2000, 'citus_schema_distribute()');
+
+# ---- citus_schema_undistribute() makes new tables: the policy follows
+$coord->safe_psql($db, q{SELECT citus_schema_undistribute('tenant')});
+is(said(q{SELECT id FROM ttl_index_policy WHERE relid = 'tenant.visits'::regclass}), $visits,
+	'citus_schema_undistribute(): the policy follows the table, under its id');
+is(marked('tenant.visits'), '1', 'with its TTL index');
+is(copies($visits), all_copies('none'), 'and the nodes forget it');
+expire('tenant.visits', 1000);
+purged('tenant.visits', $visits, 0, undef, 'citus_schema_undistribute()');
+
+# ---- ALTER TABLE ... SET SCHEMA into a distributed schema, and out
+$coord->safe_psql($db, q{
+CREATE SCHEMA tenant2;
+SELECT citus_schema_distribute('tenant2');
+ALTER TABLE tenant.visits SET SCHEMA tenant2;
+});
+is(copies($visits), all_copies('tenant2.visits'),
+	'SET SCHEMA into a distributed schema: every node has the policy');
+$coord->safe_psql($db, q{ALTER TABLE tenant2.visits SET SCHEMA tenant});
+is(said(q{SELECT id FROM ttl_index_policy WHERE relid = 'tenant.visits'::regclass}) . ' ' . marked('tenant.visits'),
+	"$visits 1", 'SET SCHEMA out of it: the policy follows the new table, with its TTL index');
+is(copies($visits), all_copies('none'), 'and the nodes forget it');
+
+# ---- alter_distributed_table(), undistribute_table() and
+# create_distributed_table_concurrently(), run by the table's owner, a role
+# that cannot write the catalog: the policy keeps its id, its settings and
+# its TTL index (it was dropped, or left on the old relation)
+$coord->safe_psql($db, q{
+CREATE ROLE bob LOGIN;
+GRANT CREATE ON SCHEMA public TO bob;
+});
+sub as_bob
+{
+	my ($sql) = @_;
+	my ($rc, $out, $err) = $coord->psql($db, $sql, extra_params => ['-U', 'bob']);
+	return $rc == 0 ? $out : "error: $err";
+}
+is(as_bob(q{
+CREATE TABLE conv (id bigint PRIMARY KEY, created_at timestamptz NOT NULL, payload text);
+SELECT create_distributed_table('conv', 'id', shard_count => 4, colocate_with => 'none');
+SELECT ttl_create_index('conv', 'created_at', 3600, batch_size => 300, filter => $$payload <> 'keep'$$) > 0;
+}), "\nt", 'bob distributes his table and gives it a policy');
+my $settings = q{SELECT id || ' ' || batch_size || ' ' || filter FROM ttl_index_policy WHERE relid = 'conv'::regclass};
+my $conv_settings = said($settings);
+my $conv = (split / /, $conv_settings)[0];
+expire_from('conv', 1, 2000);
+purged('conv', $conv, 4, 2000, 'before alter_distributed_table()');
+
+is(as_bob(q{SELECT alter_distributed_table('conv', shard_count => 6)}), '',
+	'alter_distributed_table() as bob');
+is(said(q{SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'conv'::regclass}), '6',
+	'the table was replaced by one of six shards');
+is(said($settings), $conv_settings, 'alter_distributed_table(): the policy follows, same id and settings');
+is(marked('conv'), '1', 'with its TTL index');
+is(copies($conv), all_copies('public.conv'), 'and every node has it');
+expire_from('conv', 10001, 3000);
+purged('conv', $conv, 4, 5000, 'alter_distributed_table()');
+
+is(as_bob(q{SELECT undistribute_table('conv')}), '', 'undistribute_table() as bob');
+is(said($settings), $conv_settings, 'undistribute_table(): the policy follows, same id and settings');
+is(marked('conv'), '1', 'with its TTL index');
+is(copies($conv), all_copies('none'), 'and the nodes forget it');
+expire_from('conv', 20001, 1000);
+purged('conv', $conv, 0, undef, 'undistribute_table()');
+
+is(as_bob(q{SELECT create_distributed_table_concurrently('conv', 'id')}), '',
+	'create_distributed_table_concurrently() as bob');
+is(said(q{SELECT count(*) > 1 FROM pg_dist_shard WHERE logicalrelid = 'conv'::regclass}), 't',
+	'the table is distributed');
+is(said($settings), $conv_settings,
+	'create_distributed_table_concurrently(): the policy follows, same id and settings');
+is(marked('conv'), '1', 'with its TTL index');
+is(copies($conv), all_copies('public.conv'), 'and every node has it');
+expire_from('conv', 30001, 2000);
+purged('conv', $conv, 4, undef, 'create_distributed_table_concurrently()');
+is(as_bob(q{SELECT ttl_drop_index('conv', 'created_at')}), 't', 'bob drops the policy');
+# (the Citus local table's shard that create_distributed_table_concurrently()
+# split, with its index, is Citus's to drop later: now)
+$coord->safe_psql($db, 'CALL citus_cleanup_orphaned_resources()');
+is(indexes('conv_created_at_ttl_idx%', $coord, @workers, $late), 0,
+	'and no TTL index of his table is left on any node');
+
+# ---- refused: a Citus function that would leave a policy where no node
+# purges it, or a distributed table archiving; nothing changes
+$coord->safe_psql($db, q{
+CREATE TABLE refd (id bigint, created_at timestamptz NOT NULL);
+SELECT ttl_create_index('refd', 'created_at', 3600);
+CREATE TABLE arch2 (id bigint, created_at timestamptz NOT NULL);
+CREATE TABLE arch2_old (id bigint, created_at timestamptz NOT NULL);
+SELECT ttl_create_index('arch2', 'created_at', 3600, action => 'archive', archive_table => 'arch2_old');
+});
+like(said(q{SELECT create_reference_table('refd')}),
+	qr/cannot make table "refd" a Citus reference table: it has a TTL policy/,
+	'create_reference_table() of a table with a policy is refused');
+like(said(q{SELECT citus_add_local_table_to_metadata('refd')}),
+	qr/cannot make table "refd" a Citus local table: it has a TTL policy/,
+	'citus_add_local_table_to_metadata() too');
+like(said(q{SELECT create_distributed_table('arch2', 'id')}),
+	qr/cannot distribute table "arch2": its TTL policy archives/,
+	'and create_distributed_table() of a table whose policy archives');
+is(said(q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid IN ('refd'::regclass, 'arch2'::regclass)}),
+	'0', 'the tables stay local');
+is(said(q{SELECT count(*) FROM ttl_index_policy WHERE relid IN ('refd'::regclass, 'arch2'::regclass)}),
+	'2', 'with their policies');
+
+# ---- a node added without ttl_index preloaded: its rows wait, and the
+# coordinator says which node and why (it showed nothing, no error)
+my $bare = TtlIndex::node('worker4', @conf, "shared_preload_libraries = 'citus'");
+$bare->append_conf('postgresql.conf', "citus.local_hostname = '" . $bare->host . "'");
+$bare->reload;
+$bare->safe_psql($db, 'CREATE EXTENSION citus');
+$coord->safe_psql($db, sprintf(q{SELECT citus_add_node('%s', %d)}, $bare->host, $bare->port));
+is($bare->safe_psql($db, q{SELECT count(*) FROM pg_extension WHERE extname = 'ttl_index'}), '1',
+	'Citus gave the new node the extension, but not the library');
+$coord->safe_psql($db, q{
+CREATE TABLE spread (id bigint, created_at timestamptz NOT NULL, payload text);
+SELECT create_distributed_table('spread', 'id', shard_count => 10, colocate_with => 'none');
+SELECT ttl_create_index('spread', 'created_at', 3600);
+});
+my $spread = $coord->safe_psql($db, q{SELECT id FROM ttl_index_policy WHERE relid = 'spread'::regclass});
+expire('spread', 4000);
+my $stuck = on_node('spread', $bare, '');
+cmp_ok($stuck, '>', 0, 'the new node holds some of the expired rows');
+my $bare_at = $bare->host . ':' . $bare->port;
+TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM spread', $stuck,
+	'every other node purges its rows; the new node\'s wait', 30);
+wait_said(qq{SELECT rows_deleted || ' ' || errors || ' ' || coalesce(stalled, 'none')
+  FROM ttl_index_stats WHERE policy_id = $spread},
+	(4000 - $stuck) . " 0 ttl_index not preloaded ($bare_at)",
+	'while they wait, ttl_index_stats counts the other nodes\' rows and says which node does not purge, and why');
+is(said(sprintf(q{SELECT reachable || ' ' || state FROM ttl_index_citus_nodes()
+	WHERE policy_id = %d AND nodeport = %d}, $spread, $bare->port)),
+	'true ttl_index not preloaded', 'ttl_index_citus_nodes() says it of the node');
+is(said(qq{SELECT nodes || ' ' || stalled FROM ttl_index_citus_stats WHERE policy_id = $spread}),
+	"5 ttl_index not preloaded ($bare_at)", 'and ttl_index_citus_stats');
+is(said(qq{SELECT stalled FROM ttl_index_stats WHERE policy_id = $spread}) eq
+	as_bob(qq{SELECT stalled FROM ttl_index_stats WHERE policy_id = $spread}) ? 'same' : 'differs',
+	'same', 'another role reads the same');
+$bare->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,ttl_index'");
+$bare->restart;
+purged('spread', $spread, 5, 4000, 'the node preloading ttl_index');
+$coord->safe_psql($db, 'DROP TABLE spread');
+$coord->safe_psql($db, sprintf(q{SELECT citus_remove_node('%s', %d)}, $bare->host, $bare->port));
+
+# ---- a node down: the coordinator keeps its last known counts, marked
+# stale, and says it is down; the total never falls (it fell from 6,000
+# to 3,992 with nothing said)
+$coord->safe_psql($db, q{
+CREATE TABLE steady (id bigint, created_at timestamptz NOT NULL, payload text);
+SELECT create_distributed_table('steady', 'id', shard_count => 8, colocate_with => 'none');
+SELECT ttl_create_index('steady', 'created_at', 3600);
+});
+my $steady = $coord->safe_psql($db, q{SELECT id FROM ttl_index_policy WHERE relid = 'steady'::regclass});
+expire('steady', 6000);
+purged('steady', $steady, 4, 6000, 'before a node goes down');
+my $down = $workers[1];
+my $down_at = $down->host . ':' . $down->port;
+# rows that expire in ten seconds, while the node is down
+$coord->safe_psql($db, q{INSERT INTO steady
+  SELECT g, now() - interval '1 hour' + interval '10 seconds', 'x' FROM generate_series(10001, 13000) g});
+my $down_later = on_node('steady', $down, 'WHERE id > 10000');
+my $down_rows = said(sprintf(q{SELECT rows_deleted FROM ttl_index_citus_nodes()
+	WHERE policy_id = %d AND nodeport = %d}, $steady, $down->port));
+cmp_ok($down_rows, '>', 0, 'the node to go down has deleted rows');
+$down->stop('fast');
+my $others = 6000 + 3000 - $down_later;
+my ($fell, $unsaid, $last) = ('', '', '');
+my $deadline = time() + 60;
+while (time() < $deadline)
+{
+	$last = said(qq{SELECT rows_deleted || ' ' || coalesce(stalled, 'none') FROM ttl_index_stats WHERE policy_id = $steady});
+	my ($rows, $stalled) = split / /, $last, 2;
+	$fell = $last if $fell eq '' && !($rows =~ /^\d+$/ && $rows >= 6000);
+	$unsaid = $last if $unsaid eq '' && ($stalled // '') ne "node down ($down_at)";
+	last if $rows =~ /^\d+$/ && $rows == $others;
+	sleep(0.1);
+}
+is($fell, '', 'while the node is down, ttl_index_stats.rows_deleted never falls below what it was');
+is($unsaid, '', 'and stalled says the node is down');
+is($last, "$others node down ($down_at)",
+	'the other nodes purge the rows that expired meanwhile, counted with the node\'s last known rows');
+is(said(sprintf(q{SELECT reachable || ' ' || stale || ' ' || state || ' ' || rows_deleted
+	  || ' ' || (counted_at < now()) FROM ttl_index_citus_nodes() WHERE policy_id = %d AND nodeport = %d},
+	$steady, $down->port)), "false true node down $down_rows true",
+	'ttl_index_citus_nodes(): the node\'s last known counts, stale, and when they were read');
+is(said(qq{SELECT nodes || ' ' || nodes_unreachable || ' ' || nodes_stale || ' ' || rows_deleted
+	FROM ttl_index_citus_stats WHERE policy_id = $steady}), "3 1 1 $others",
+	'ttl_index_citus_stats: three nodes answered, one did not, its counts stale');
+$down->start;
+purged('steady', $steady, 4, 9000, 'the node back');
 
 # ---- DROP DATABASE with Citus's maintenance daemon and the worker in it
 $coord->safe_psql('postgres', 'CREATE DATABASE other');

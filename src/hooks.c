@@ -5,13 +5,16 @@
  *	  transactions: the utility hook, the executor-end hook, and the
  *	  transaction callbacks.
  *
- *	- Commit wake-ups: a change to the policy catalog (or CREATE EXTENSION,
- *	  DROP EXTENSION, a COMMIT PREPARED whose tables are not known) asks, at
+ *	- Commit wake-ups: a change to the policy catalog (or to a Citus node's
+ *	  copy of the policies on distributed tables, CREATE EXTENSION, DROP
+ *	  EXTENSION, a COMMIT PREPARED whose tables are not known) asks, at
  *	  commit and only then, for the database's worker to re-read its
  *	  policies and for the launcher to look at the database (shmem.c).  A
  *	  worker woken before the change is visible would read the old
  *	  policies and sleep again.  A transaction
- *	  that is prepared wakes no one: its COMMIT PREPARED does.
+ *	  that is prepared wakes no one: its COMMIT PREPARED does (the
+ *	  coordinator writes a node's copy of the policies in a prepared
+ *	  transaction).
  *	- Writes: the tables a transaction inserts into or updates, noted at
  *	  the executor's end and after COPY FROM, reach writes.c's counters at
  *	  commit.
@@ -27,6 +30,8 @@
  *	- DROP EXTENSION ttl_index drops the indexes ttl_create_index made, as
  *	  ttl_drop_index would (in the same transaction: a failed DROP
  *	  EXTENSION keeps them).
+ *	- ALTER TABLE ... SET SCHEMA, which Citus may turn into distributing or
+ *	  undistributing the table: its policies follow it (citus.c).
  *
  * The utility and executor hooks are installed only when the library is
  * preloaded (every backend has them then); the transaction callbacks in
@@ -115,6 +120,7 @@ ttl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* visible at COMMIT PREPARED, which bumps them again (writes.c) */
 			ttl_writes_bump();
+			/* a wake-up that waited for this commit waits for COMMIT PREPARED */
 			ttl_writes_prepared(PreparingGid[0] != '\0' ? PreparingGid : NULL,
 								WakePending);
 			PreparingGid[0] = '\0';
@@ -162,6 +168,16 @@ ttl_executor_end(QueryDesc *queryDesc)
 	if (estate != NULL)
 	{
 		ListCell   *lc;
+
+		/* a Citus node's copy of the policies: wake the worker (citus.c) */
+		foreach(lc, estate->es_opened_result_relations)
+		{
+			Relation	rel = ((ResultRelInfo *) lfirst(lc))->ri_RelationDesc;
+
+			if (ttl_citus_policy_copy(RelationGetRelationName(rel),
+									  RelationGetNamespace(rel)))
+				ttl_wake_at_commit();
+		}
 
 		/* a SELECT has result relations only for a data-modifying WITH */
 		if (queryDesc->operation != CMD_DELETE)
@@ -402,6 +418,7 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	Oid			dboid = ttl_utility_target_database(parsetree);
 	List	   *drop_later = NIL;
 	ListCell   *lc2;
+	void	   *citus_span;
 
 	if (IsA(parsetree, DropStmt) &&
 		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
@@ -473,8 +490,11 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	/* ALTER TABLE ... SET SCHEMA: Citus may replace the table (citus.c) */
+	citus_span = ttl_citus_utility_begin(parsetree);
 	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
 					 params, queryEnv, dest, qc);
+	ttl_citus_utility_end(citus_span);
 
 	/* DROP EXTENSION: the TTL indexes of Citus tables, now */
 	foreach(lc2, drop_later)
@@ -483,8 +503,16 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	/* rows COPY FROM added */
 	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
 		((CopyStmt *) parsetree)->relation != NULL)
-		ttl_writes_note(RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
-										 NoLock, true));
+	{
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
+											 NoLock, true);
+
+		ttl_writes_note(relid);
+		/* a Citus node's copy of the policies: wake the worker (citus.c) */
+		if (OidIsValid(relid) &&
+			ttl_citus_policy_copy(get_rel_name(relid), get_rel_namespace(relid)))
+			ttl_wake_at_commit();
+	}
 }
 
 /*

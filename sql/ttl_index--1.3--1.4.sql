@@ -11,16 +11,17 @@
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN time_zone text;
 ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN time_zone text;
 
--- The functions a policy's filter calls, as regprocedure (filter.c): the
--- stored text is parsed again by every reader, and must call these, not a
--- better-matching overload created since.  pg_dump writes them as
--- signatures, which a restore resolves exactly.  The Citus nodes get them
--- as text, resolved on each node.
-ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN filter_functions regprocedure[];
+-- The functions a policy's filter calls (filter.c): the stored text is
+-- parsed again by every reader, and must call these, not a better-matching
+-- overload created since.  Recorded as signatures, schema-qualified, not as
+-- regprocedure: pg_dump and pg_upgrade keep names, not function OIDs, and
+-- pg_upgrade refuses a table with a regprocedure column.  The Citus nodes
+-- get the same text, resolved on each node.
+ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN filter_functions text[];
 ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN filter_functions text[];
 
 CREATE FUNCTION @extschema@.ttl_index_filter_functions(table_name regclass, filter text)
-RETURNS regprocedure[]
+RETURNS text[]
 AS 'MODULE_PATHNAME', 'ttl_index_filter_functions'
 LANGUAGE C STRICT;
 

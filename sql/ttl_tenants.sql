@@ -339,6 +339,20 @@ DROP FUNCTION ten.present(varchar);
 RESET ROLE;
 SELECT ttl_runner();
 SELECT count(*) AS visits_left FROM ten.visits;
+-- The functions are recorded as signatures, schema-qualified, argument
+-- types too (pg_dump and pg_upgrade keep names, not function OIDs).  One
+-- that names nothing any more (a type gone) reads as no function: the
+-- policy's batch refuses the call, and the catalog is still read.
+SELECT filter_functions FROM ttl_index_policy WHERE relid = 'ten.visits'::regclass;
+INSERT INTO ten.visits SELECT now() - interval '3 days', 't' FROM generate_series(1, 2);
+UPDATE ttl_index_policy SET filter_functions = '{"ten.present(ten.no_such_type)"}'
+ WHERE relid = 'ten.visits'::regclass;
+SELECT ttl_runner();
+SELECT count(*) AS visits_left FROM ten.visits;
+SELECT ttl_create_index('ten.visits', 'ts', 3600, filter => 'ten.present(tag)') > 0 AS ok;
+SELECT filter_functions FROM ttl_index_policy WHERE relid = 'ten.visits'::regclass;
+SELECT ttl_runner();
+SELECT count(*) AS visits_left FROM ten.visits;
 
 -- The statement calls the extension's own ttl_expires_at(), whatever
 -- another role adds beside it taking the row's own types

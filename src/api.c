@@ -726,7 +726,7 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	"replication_origin", "time_zone", "filter_functions"};
 	Oid			argtypes[14] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
 		TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID,
-	REGPROCEDUREARRAYOID};
+	TEXTARRAYOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
@@ -773,9 +773,9 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[12] = policy->time_zone ? ' ' : 'n';
 	funcs = palloc(sizeof(Datum) * Max(policy->nfilter_funcs, 1));
 	for (int i = 0; i < policy->nfilter_funcs; i++)
-		funcs[i] = ObjectIdGetDatum(policy->filter_funcs[i]);
-	values[13] = PointerGetDatum(construct_array(funcs, policy->nfilter_funcs, REGPROCEDUREOID,
-												 sizeof(Oid), true, TYPALIGN_INT));
+		funcs[i] = CStringGetTextDatum(ttl_filter_function_signature(policy->filter_funcs[i]));
+	values[13] = PointerGetDatum(construct_array(funcs, policy->nfilter_funcs, TEXTOID,
+												 -1, false, TYPALIGN_INT));
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
 	ncols = has_zone ? lengthof(cols) : has_origin ? lengthof(cols) - 2 :
@@ -1344,7 +1344,7 @@ ttl_index_archive_dropped(PG_FUNCTION_ARGS)
 }
 
 /*
- * ttl_index_filter_functions(table regclass, filter text) returns regprocedure[]
+ * ttl_index_filter_functions(table regclass, filter text) returns text[]
  *		The functions a stored filter calls on the table (filter.c), for the
  *		update from 1.3 to record them for the policies it finds.  Parses
  *		in the parse environment; evaluates nothing.
@@ -1364,7 +1364,6 @@ ttl_index_filter_functions(PG_FUNCTION_ARGS)
 	relation_close(rel, AccessShareLock);
 	elems = palloc(sizeof(Datum) * Max(list_length(funcs), 1));
 	foreach(lc, funcs)
-		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, REGPROCEDUREOID, sizeof(Oid),
-										  true, TYPALIGN_INT));
+		elems[n++] = CStringGetTextDatum(ttl_filter_function_signature(lfirst_oid(lc)));
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 }

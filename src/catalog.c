@@ -231,11 +231,13 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		Datum	   *elems;
 		bool	   *enulls;
 
-		deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true,
+		/* recorded as signatures, resolved now (filter.c) */
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false,
 						  TYPALIGN_INT, &elems, &enulls, &p->nfilter_funcs);
 		p->filter_funcs = palloc(sizeof(Oid) * Max(p->nfilter_funcs, 1));
 		for (int i = 0; i < p->nfilter_funcs; i++)
-			p->filter_funcs[i] = enulls[i] ? InvalidOid : DatumGetObjectId(elems[i]);
+			p->filter_funcs[i] = enulls[i] ? InvalidOid :
+				ttl_filter_function_lookup(TextDatumGetCString(elems[i]));
 	}
 	MemoryContextSwitchTo(old);
 	return p;
@@ -270,15 +272,15 @@ ttl_load_policies(MemoryContext cxt)
 					   " FROM %s ORDER BY id",
 					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
 					   ttl_catalog_has_zone() ?
-					   "time_zone, filter_functions::pg_catalog.oid[]" :
-					   "NULL::pg_catalog.text, NULL::pg_catalog.oid[]",
+					   "time_zone, filter_functions" :
+					   "NULL::pg_catalog.text, NULL::pg_catalog.text[]",
 					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
-					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.oid[]"
+					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.text[]"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)

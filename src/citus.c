@@ -348,11 +348,8 @@ ttl_citus_policies_sql(Oid nsp)
 					"  AND a.attname = m.column_name AND a.attnum > 0 AND NOT a.attisdropped"
 					" ORDER BY m.id",
 					get_attnum(mirror, "time_zone") != InvalidAttrNumber ?
-					"m.time_zone,"
-					" CASE WHEN m.filter_functions IS NOT NULL THEN"
-					"  ARRAY(SELECT coalesce(pg_catalog.to_regprocedure(f)::pg_catalog.oid, 0::pg_catalog.oid)"
-					"   FROM pg_catalog.unnest(m.filter_functions) f) END" :
-					"NULL::pg_catalog.text, NULL::pg_catalog.oid[]",
+					"m.time_zone, m.filter_functions" :
+					"NULL::pg_catalog.text, NULL::pg_catalog.text[]",
 					placement);
 }
 

@@ -17,6 +17,7 @@
 
 #include "access/genam.h"
 #include "access/nbtree.h"
+#include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
@@ -24,7 +25,12 @@
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/fmgrprotos.h"
 #include "utils/wait_event.h"
+
+#if PG_VERSION_NUM >= 160000
+#include "nodes/miscnodes.h"
+#endif
 
 #if PG_VERSION_NUM < 150000
 #error "ttl_index needs PostgreSQL 15 or later"
@@ -162,6 +168,70 @@ ttl_guc_variables(int *num)
 {
 	*num = GetNumConfigOptions();
 	return get_guc_variables();
+}
+#endif
+
+/*
+ * A function's signature read back, InvalidOid when it names none (or a
+ * type or schema that is gone).  PostgreSQL 16 reads input without raising
+ * errors ("soft" errors, DirectInputFunctionCallSafe()); 15 raises them, so
+ * there the error is caught in a subtransaction, and only the errors of a
+ * name that resolves to nothing are taken for "none".
+ */
+#if PG_VERSION_NUM >= 160000
+static inline Oid
+ttl_regprocedure_lookup(const char *signature)
+{
+	ErrorSaveContext escontext = {T_ErrorSaveContext};
+	Datum		result;
+
+	if (!DirectInputFunctionCallSafe(regprocedurein, (char *) signature,
+									 InvalidOid, -1, (Node *) &escontext,
+									 &result))
+		return InvalidOid;
+	return DatumGetObjectId(result);
+}
+#else
+static inline Oid
+ttl_regprocedure_lookup(const char *signature)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile Oid result = InvalidOid;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		result = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+													  CStringGetDatum(signature)));
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_UNDEFINED_FUNCTION &&
+			edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT &&
+			edata->sqlerrcode != ERRCODE_UNDEFINED_SCHEMA &&
+			edata->sqlerrcode != ERRCODE_INVALID_SCHEMA_NAME &&
+			edata->sqlerrcode != ERRCODE_INVALID_NAME &&
+			edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION &&
+			edata->sqlerrcode != ERRCODE_SYNTAX_ERROR)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		result = InvalidOid;
+	}
+	PG_END_TRY();
+	return result;
 }
 #endif
 

@@ -18,8 +18,12 @@
  * sibling of the exact type, in a schema other roles can create in) would
  * be called in its place, as the table's owner.  So the functions a filter
  * calls (operators by their functions) are recorded with the policy, as
- * regprocedure, which pg_dump writes as signatures and a restore resolves
- * exactly, and every later parse of the filter, alone or in the executor
+ * signatures, schema-qualified, argument types too
+ * (ttl_filter_function_signature): read back the same under any
+ * search_path, and kept by pg_dump and pg_upgrade, which keep names, not
+ * function OIDs (pg_upgrade refuses a table with a column of type
+ * regprocedure).  A signature that names no function any more reads as
+ * none.  Every later parse of the filter, alone or in the executor
  * path's statement (statement.c), must call those and no others
  * (ttl_filter_check_functions): otherwise the batch fails, saying so.
  *
@@ -52,6 +56,7 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* "SELECT ", which ttl_filter_raw puts before the filter to parse it */
@@ -244,6 +249,31 @@ ttl_filter_functions(Node *expr)
 	fix_opfuncids(expr);
 	(void) ttl_filter_walker(expr, &funcs);
 	return funcs;
+}
+
+/*
+ * ttl_filter_function_signature
+ *		How the catalog records a function a filter calls (see the top of
+ *		the file).
+ */
+char *
+ttl_filter_function_signature(Oid funcid)
+{
+	return format_procedure_qualified(funcid);
+}
+
+/*
+ * ttl_filter_function_lookup
+ *		The function a recorded signature names now; InvalidOid when it
+ *		names none (the function, a type of its arguments or its schema is
+ *		gone or renamed): the filter's check then refuses what it calls.
+ *		Raises no error for that, so one policy's signature cannot stop the
+ *		reading of the others.
+ */
+Oid
+ttl_filter_function_lookup(const char *signature)
+{
+	return ttl_regprocedure_lookup(signature);
 }
 
 /*

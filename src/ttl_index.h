@@ -270,6 +270,8 @@ extern struct pg_tz *ttl_policy_zone(TtlPolicy *policy);
 extern Node *ttl_filter_parse(Relation rel, const char *filter, bool stored);
 extern char *ttl_filter_deparse(Relation rel, Node *expr);
 extern List *ttl_filter_functions(Node *expr);
+extern char *ttl_filter_function_signature(Oid funcid);
+extern Oid	ttl_filter_function_lookup(const char *signature);
 extern bool ttl_filter_runs_user_code(Node *expr);
 extern void ttl_filter_check_functions(Node *expr, TtlPolicy *policy, List *also);
 

@@ -15,6 +15,7 @@ OBJS = \
 	src/catalog.o \
 	src/citus.o \
 	src/expiry.o \
+	src/extension.o \
 	src/filter.o \
 	src/held.o \
 	src/helper.o \

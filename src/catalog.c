@@ -44,58 +44,6 @@
 #include "ttl_index.h"
 
 /*
- * ttl_extension_info
- *		Schema and owner of the extension in this database.  Returns false
- *		when it is not installed.  Either output may be NULL.
- */
-bool
-ttl_extension_info(Oid *nspoid, Oid *owner)
-{
-	Relation	rel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	bool		found;
-
-	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-				CStringGetDatum(TTL_EXTENSION_NAME));
-	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
-	tup = systable_getnext(scan);
-	found = HeapTupleIsValid(tup);
-	if (found)
-	{
-		Form_pg_extension ext = (Form_pg_extension) GETSTRUCT(tup);
-
-		if (nspoid)
-			*nspoid = ext->extnamespace;
-		if (owner)
-			*owner = ext->extowner;
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return found;
-}
-
-/*
- * ttl_catalog_namespace
- *		Schema the extension is installed in, or InvalidOid when it is not
- *		installed in this database (and missing_ok).
- */
-Oid
-ttl_catalog_namespace(bool missing_ok)
-{
-	Oid			nspoid = InvalidOid;
-
-	if (!ttl_extension_info(&nspoid, NULL) && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"%s\" is not installed in this database",
-						TTL_EXTENSION_NAME)));
-	return nspoid;
-}
-
-/*
  * ttl_qualified_relname
  *		Quoted schema.table name of a relation, or NULL when it is gone.
  *		Needs a transaction (catalog lookups).

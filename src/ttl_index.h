@@ -29,6 +29,7 @@
  *				expiry.c     time arithmetic: cutoffs, instants, units
  *				catalog.c    reading the policy catalog
  *				citus.c      Citus tables: telling them, dropping their indexes
+ *				extension.c  the extension's schema and owner here
  *	shared		stats.c      per-policy counters
  *				writes.c     which tables were written, noted at commit
  *				yield.c      giving way to the application
@@ -161,8 +162,10 @@ typedef struct TtlPolicy
 	Oid		   *filter_funcs;	/* the functions it calls (filter.c) */
 } TtlPolicy;
 
+/* where the extension is (extension.c) */
 extern bool ttl_extension_info(Oid *nspoid, Oid *owner);
 extern Oid	ttl_catalog_namespace(bool missing_ok);
+
 extern char *ttl_catalog_relname(void);
 extern bool ttl_catalog_is_current(void);
 extern bool ttl_catalog_has_origin(void);

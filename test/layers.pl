@@ -18,6 +18,7 @@ my @floors = (
 	[qw(launcher.c worker.c helper.c hooks.c)],
 	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c)],
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c)],
+	[qw(extension.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
 );
 my %floor;

@@ -221,7 +221,6 @@ ttl_regprocedure_lookup(const char *signature)
 		CurrentResourceOwner = owner;
 		if (edata->sqlerrcode != ERRCODE_UNDEFINED_FUNCTION &&
 			edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT &&
-			edata->sqlerrcode != ERRCODE_UNDEFINED_SCHEMA &&
 			edata->sqlerrcode != ERRCODE_INVALID_SCHEMA_NAME &&
 			edata->sqlerrcode != ERRCODE_INVALID_NAME &&
 			edata->sqlerrcode != ERRCODE_INVALID_TEXT_REPRESENTATION &&

@@ -12,11 +12,13 @@
  *				import.c     what the importers read: a copy, a time zone
  *	processes	launcher.c   the cluster-wide launcher and its rotation
  *				worker.c     the per-database worker and its scheduler
+ *				helper.c     helpers: started by a worker, draining slices
  *				hooks.c      utility, executor and transaction hooks
  *	one pass	partition.c  whole-partition drops
  *				purge.c      one batch on one physical table: begin, scan,
  *				             act, finish
  *				held.c       rows that cannot be deleted: isolation, backoff
+ *				skip.c       the known-dead prefix of an index
  *				probe.c      index look-ups: the next and the oldest expiry
  *				backlog.c    expired rows estimated from the statistics
  *				origin.c     the replication origin a batch's changes carry
@@ -35,6 +37,7 @@
  *				yield.c      giving way to the application
  *				keepup.c     rows expiring and deleted per second; keeping up
  *				replicas.c   holding batches for a standby or a slot's consumer
+ *				parallel.c   the job a worker shares with its helpers
  *				shmem.c      all shared memory and its locks
  *	module		ttl_index.c  settings, shared memory request, hooks
  *

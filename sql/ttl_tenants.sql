@@ -349,6 +349,14 @@ UPDATE ttl_index_policy SET filter_functions = '{"ten.present(ten.no_such_type)"
  WHERE relid = 'ten.visits'::regclass;
 SELECT ttl_runner();
 SELECT count(*) AS visits_left FROM ten.visits;
+-- nor does a bare OID (after a dump or pg_upgrade it names another function)
+UPDATE ttl_index_policy
+   SET filter_functions = ARRAY[(SELECT p.oid::text FROM pg_proc p
+								  WHERE p.proname = 'present'
+									AND p.pronamespace = 'ten'::regnamespace)]
+ WHERE relid = 'ten.visits'::regclass;
+SELECT ttl_runner();
+SELECT count(*) AS visits_left FROM ten.visits;
 SELECT ttl_create_index('ten.visits', 'ts', 3600, filter => 'ten.present(tag)') > 0 AS ok;
 SELECT filter_functions FROM ttl_index_policy WHERE relid = 'ten.visits'::regclass;
 SELECT ttl_runner();

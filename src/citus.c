@@ -1046,17 +1046,18 @@ ttl_citus_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
 
 	if (prev_fmgr_hook)
 		prev_fmgr_hook(event, flinfo, private);
-	if (!ttl_citus_followed(flinfo->fn_oid))
-		return;
 	switch (event)
 	{
 		case FHET_START:
+			if (!ttl_citus_followed(flinfo->fn_oid))
+				return;
 			span = ttl_citus_span_begin(flinfo->fn_oid);
 			span->outer = Spans;
 			Spans = span;
 			break;
 		case FHET_END:
 		case FHET_ABORT:
+			/* by the stack alone: no catalog look-up while an error is out */
 			span = Spans;
 			if (span == NULL || span->fn_oid != flinfo->fn_oid)
 				break;
@@ -1351,8 +1352,8 @@ typedef struct TtlCitusExpected
 typedef struct TtlCitusAnswer
 {
 	int32		id;
-	bool		nulls[8];
-	Datum		values[8];		/* rows_deleted .. falling_behind */
+	bool		nulls[7];
+	Datum		values[7];		/* rows_deleted .. falling_behind */
 } TtlCitusAnswer;
 
 /*
@@ -1577,7 +1578,7 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 				old = MemoryContextSwitchTo(callcxt);
 				a = palloc0(sizeof(TtlCitusAnswer));
 				a->id = DatumGetInt32(id);
-				for (int c = 0; c < 8; c++)
+				for (int c = 0; c < lengthof(a->values); c++)
 				{
 					Form_pg_attribute att = TupleDescAttr(desc, c + 2);
 					Datum		v = SPI_getbinval(tup, desc, c + 3, &a->nulls[c]);

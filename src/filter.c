@@ -23,7 +23,12 @@
  * search_path, and kept by pg_dump and pg_upgrade, which keep names, not
  * function OIDs (pg_upgrade refuses a table with a column of type
  * regprocedure).  A signature that names no function any more reads as
- * none.  Every later parse of the filter, alone or in the executor
+ * none.  Like every name in stored SQL (a PL/pgSQL body's, a cron job's),
+ * a function dropped and created again under the same signature is taken
+ * for the one recorded: the check guards against an overload created
+ * beside it, not against its owner dropping it for another role to make
+ * again (docs/operations.md says to make filters call functions in schemas
+ * only trusted roles create in).  Every later parse of the filter, alone or in the executor
  * path's statement (statement.c), must call those and no others
  * (ttl_filter_check_functions): otherwise the batch fails, saying so.
  *
@@ -259,7 +264,15 @@ ttl_filter_functions(Node *expr)
 char *
 ttl_filter_function_signature(Oid funcid)
 {
-	return format_procedure_qualified(funcid);
+	char	   *sig = format_procedure_extended(funcid, FORMAT_PROC_FORCE_QUALIFY |
+												FORMAT_PROC_INVALID_AS_NULL);
+
+	/* dropped meanwhile: never record it as its bare OID */
+	if (sig == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("function %u called by the filter does not exist", funcid)));
+	return sig;
 }
 
 /*
@@ -273,6 +286,9 @@ ttl_filter_function_signature(Oid funcid)
 Oid
 ttl_filter_function_lookup(const char *signature)
 {
+	/* a signature, never an OID, which would mean another function elsewhere */
+	if (strchr(signature, '(') == NULL)
+		return InvalidOid;
 	return ttl_regprocedure_lookup(signature);
 }
 

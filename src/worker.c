@@ -172,6 +172,7 @@ typedef struct TtlSchedSlot
 	int64		stat_writes;	/* ... and pgstat's, at the last pass */
 	TimestampTz last_pass_at;
 	TimestampTz next_expiry;
+	bool		origin_waiting; /* the entry's, kept here: see below */
 } TtlSchedSlot;
 
 #define TTL_DUE_IN_PASS		DT_NOBEGIN
@@ -280,6 +281,8 @@ ttl_worker_slot_set(TtlSchedSlot *slot, TtlSchedEntry *e)
 {
 	slot->e = e;
 	slot->due = ttl_worker_due(e);
+	/* read at every wake-up: from the slots, not through each entry */
+	slot->origin_waiting = e->origin_waiting;
 	slot->idle = e->pass == NULL && e->policy.enabled && e->caught_up &&
 		!e->next_expiry_unknown && e->writes_known && e->nwatched == 1 &&
 		e->watched[0] == e->policy.relid;
@@ -1369,10 +1372,9 @@ ttl_worker_run(void)
 		int			nshares = ttl_worker_owner_shares(shares);
 
 		/* each round starts one entry further: an owner's turns rotate */
-		RoundStart = ScheduleLen > 0 ? (RoundStart + 1) % ScheduleLen : 0;
-		for (int k = 0; k < ScheduleLen; k++)
+		RoundStart = RoundStart + 1 < ScheduleLen ? RoundStart + 1 : 0;
+		for (int k = 0, i = RoundStart; k < ScheduleLen; k++, i = i + 1 < ScheduleLen ? i + 1 : 0)
 		{
-			int			i = (RoundStart + k) % ScheduleLen;
 			TtlSchedSlot *slot = &Schedule[i];
 			TtlSchedEntry *e = slot->e;
 			TtlOwnerShare *share;
@@ -1421,13 +1423,11 @@ ttl_worker_run(void)
 	}
 
 	origin_waiting = false;
-	for (int i = 0; i < ScheduleLen; i++)
-		origin_waiting |= Schedule[i].e->origin_waiting;
-	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" : "sleeping");
 	now = GetCurrentTimestamp();
 	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 	for (int i = 0; i < ScheduleLen; i++)
 	{
+		origin_waiting |= Schedule[i].origin_waiting;
 		/*
 		 * In a build with asserts: no slot is out of step with its entry.
 		 * An idle re-check moves due past the entry's next_check, never
@@ -1439,6 +1439,7 @@ ttl_worker_run(void)
 			   Schedule[i].due == DT_NOEND);
 		wake = Min(wake, Schedule[i].due);
 	}
+	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" : "sleeping");
 	if (wake <= now)
 		return 0;
 	return (long) ((wake - now + 999) / 1000);

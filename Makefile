@@ -14,6 +14,8 @@ OBJS = \
 	src/backlog.o \
 	src/catalog.o \
 	src/citus.o \
+	src/citus_follow.o \
+	src/citus_nodes.o \
 	src/expiry.o \
 	src/extension.o \
 	src/filter.o \

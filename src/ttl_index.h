@@ -31,6 +31,8 @@
  *				expiry.c     time arithmetic: cutoffs, instants, units
  *				catalog.c    reading the policy catalog
  *				citus.c      Citus tables: telling them, dropping their indexes
+ *				citus_follow.c  policies following tables through Citus's functions
+ *				citus_nodes.c   what the coordinator says of each node
  *				extension.c  the extension's schema and owner here
  *	shared		stats.c      per-policy counters
  *				writes.c     which tables were written, noted at commit
@@ -192,21 +194,28 @@ typedef enum TtlCitusKind
 	TTL_CITUS_LOCAL				/* a local table added to the metadata */
 } TtlCitusKind;
 
+/* the policies on distributed tables, as every node reads them */
+#define TTL_CITUS_POLICY_NAME	"ttl_index_citus_policy"
+
 extern TtlCitusKind ttl_citus_kind(Oid relid);
 extern void ttl_citus_check_create(TtlPolicy *policy);
 extern char *ttl_citus_policies_sql(Oid nsp);
 extern bool ttl_citus_policy_copy(const char *relname, Oid relnamespace);
-extern void ttl_citus_hooks_install(void);
-extern void ttl_citus_shmem_request(void);
-extern void ttl_citus_shmem_init(void);
-extern void *ttl_citus_utility_begin(Node *parsetree);
-extern void ttl_citus_utility_end(void *span);
 extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
 extern char *ttl_citus_index_name(Oid indexoid);
 extern void ttl_drop_index_named(const char *name);
 extern void ttl_drop_created(Oid indexoid);
+
+/* policies following their tables through Citus's functions (citus_follow.c) */
+extern void ttl_citus_hooks_install(void);
+extern void *ttl_citus_utility_begin(Node *parsetree);
+extern void ttl_citus_utility_end(void *span);
+
+/* what the coordinator says of each node (citus_nodes.c) */
+extern void ttl_citus_shmem_request(void);
+extern void ttl_citus_shmem_init(void);
 
 /* ----------
  * Whose rights and settings (owner.c)

@@ -17,7 +17,7 @@ my @floors = (
 	[qw(api.c views.c runner.c import.c)],
 	[qw(launcher.c worker.c helper.c hooks.c)],
 	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c)],
-	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c)],
+	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c citus_follow.c citus_nodes.c)],
 	[qw(extension.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
 );

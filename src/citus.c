@@ -32,9 +32,9 @@
  * Citus is known by its catalog pg_catalog.pg_dist_partition: one syscache
  * look-up of that name per question, and nothing more, on a server without
  * it.  Citus's catalogs are read with AccessShareLock, under the caller's
- * transaction.  Nothing here writes: a policy following its table through
- * Citus's functions is citus_follow.c's, what the coordinator says of each
- * node citus_nodes.c's.
+ * transaction.  Nothing here writes the policy catalog: a policy following
+ * its table through Citus's functions is citus_follow.c's, what the
+ * coordinator says of each node citus_nodes.c's.
  *
  * An index on a Citus table is dropped with a DROP INDEX statement, run
  * through ProcessUtility, so that Citus's utility hook drops the shards'

@@ -11,7 +11,7 @@
 # and nothing changes; DROP DATABASE works with Citus's maintenance daemon
 # and our worker both connected.
 #
-# Issue 37, case 4 (no silent stall): a policy follows its table through
+# No silent stall on Citus: a policy follows its table through
 # create_distributed_table() (made before it), citus_schema_distribute()
 # and citus_schema_undistribute(), ALTER TABLE ... SET SCHEMA into and out
 # of a distributed schema, alter_distributed_table(), undistribute_table()
@@ -394,7 +394,7 @@ TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM plain', '10',
 is($workers[0]->safe_psql($db, 'SELECT count(*) FROM ttl_index_citus_policy WHERE table_name = \'plain\''),
 	'0', 'and its policy stays on the coordinator');
 
-# ==== Issue 37, case 4: no silent stall on Citus.  A policy follows its
+# ==== No silent stall on Citus.  A policy follows its
 # table through every Citus function that distributes, converts or
 # replaces it (same id, same settings, its TTL index still marked as
 # ttl_index's), and reaches the nodes at once; a node that cannot purge

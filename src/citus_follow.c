@@ -37,8 +37,9 @@
  *
  * Decisions:
  *	- A call that would leave a policy on a Citus reference table or a
- *	  Citus local table, which the nodes cannot purge (see citus.c), is refused with an error, and the table is left as it was;
- *	  dropping the policy first lets it through.  The same for a
+ *	  Citus local table, which the nodes cannot purge (see citus.c), is
+ *	  refused with an error, and the table is left as it was; dropping
+ *	  the policy first lets it through.  The same for a
  *	  distributed table whose policy archives (each node would need the
  *	  archive table).  Citus's own internal sessions are not refused: the
  *	  first step of create_distributed_table_concurrently() is a

@@ -31,7 +31,7 @@
  *	  ttl_drop_index would (in the same transaction: a failed DROP
  *	  EXTENSION keeps them).
  *	- ALTER TABLE ... SET SCHEMA, which Citus may turn into distributing or
- *	  undistributing the table: its policies follow it (citus.c).
+ *	  undistributing the table: its policies follow it (citus_follow.c).
  *
  * The utility and executor hooks are installed only when the library is
  * preloaded (every backend has them then); the transaction callbacks in
@@ -490,7 +490,7 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
-	/* ALTER TABLE ... SET SCHEMA: Citus may replace the table (citus.c) */
+	/* ALTER TABLE ... SET SCHEMA: Citus may replace the table (citus_follow.c) */
 	citus_span = ttl_citus_utility_begin(parsetree);
 	ttl_next_utility(pstmt, queryString, readOnlyTree, context,
 					 params, queryEnv, dest, qc);

@@ -209,40 +209,6 @@ ttl_api_check_expire(int64 usecs, bool overflow)
 }
 
 /*
- * ttl_api_as_extension_owner
- *		Run a catalog statement as the extension owner with a pinned
- *		search_path.  Returns SPI's result code; the caller reads SPI_*.
- */
-static int
-ttl_api_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
-						   Datum *values, const char *nulls)
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	Oid			extowner = InvalidOid;
-	int			ret;
-
-	if (!ttl_extension_info(NULL, &extowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"%s\" is not installed in this database",
-						TTL_EXTENSION_NAME)));
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(extowner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-
-	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-
-	AtEOXact_GUC(true, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	return ret;
-}
-
-/*
  * ttl_api_index_partial
  *		Whether an index has a predicate.
  */
@@ -794,7 +760,7 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 				   " RETURNING id",
 				   ttl_catalog_relname(), insert.data, params.data, set.data);
 	SPI_connect();
-	ret = ttl_api_as_extension_owner(sql, ncols + 2, argtypes, values, nulls);
+	ret = ttl_as_extension_owner(sql, ncols + 2, argtypes, values, nulls);
 	if (ret != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not write the TTL policy: %s", SPI_result_code_string(ret));
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -991,7 +957,7 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 	values[1] = Int16GetDatum(attnum);
 	sql = psprintf("DELETE FROM %s WHERE relid = $1 AND attnum = $2",
 				   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, 2, argtypes, values, NULL);
+	ret = ttl_as_extension_owner(sql, 2, argtypes, values, NULL);
 	if (ret != SPI_OK_DELETE)
 		elog(ERROR, "could not delete the TTL policy: %s", SPI_result_code_string(ret));
 	if (SPI_processed == 0)
@@ -1088,7 +1054,7 @@ ttl_api_set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	sql = psprintf("UPDATE %s SET enabled = $3"
 				   " WHERE relid = $1 AND ($2 = 0 OR attnum = $2)",
 				   ttl_catalog_relname());
-	ret = ttl_api_as_extension_owner(sql, 3, argtypes, values, NULL);
+	ret = ttl_as_extension_owner(sql, 3, argtypes, values, NULL);
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the TTL policy: %s", SPI_result_code_string(ret));
 	count = (int32) SPI_processed;
@@ -1154,7 +1120,7 @@ ttl_api_pause_policy(TtlPolicy *p, const char *why)
 
 	SPI_connect();
 	values[0] = Int32GetDatum(p->id);
-	if (ttl_api_as_extension_owner(psprintf("UPDATE %s SET enabled = false WHERE id = $1",
+	if (ttl_as_extension_owner(psprintf("UPDATE %s SET enabled = false WHERE id = $1",
 											ttl_catalog_relname()),
 								   1, argtypes, values, NULL) != SPI_OK_UPDATE)
 		elog(ERROR, "could not pause the TTL policy %d", p->id);
@@ -1229,7 +1195,7 @@ ttl_api_zone_follows(TtlPolicy *p, Relation rel)
 	else
 		nulls[1] = 'n';
 	SPI_connect();
-	if (ttl_api_as_extension_owner(psprintf("UPDATE %s SET time_zone = $2 WHERE id = $1",
+	if (ttl_as_extension_owner(psprintf("UPDATE %s SET time_zone = $2 WHERE id = $1",
 											ttl_catalog_relname()),
 								   2, argtypes, values, nulls) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the time zone of TTL policy %d", p->id);

@@ -262,32 +262,15 @@ ttl_citus_kind_char(TtlCitusKind kind)
 
 /*
  * ttl_citus_as_owner
- *		Run a statement on the policy catalog as the extension's owner,
- *		with the settings stored SQL is parsed under pinned (search_path
- *		first), as api.c writes it.  Reads too: the caller of a Citus
- *		function may have no right on the extension's schema, and must not
- *		be refused for it.  Not read-only, so the snapshot sees what the
- *		call has done so far.  Returns SPI's result; the caller is
- *		connected to SPI.
+ *		ttl_as_extension_owner (owner.c), as the API writes the catalog:
+ *		the caller of a Citus function may have no right on the extension's
+ *		schema, and must not be refused for it.  An SPI failure is an error.
  */
 static int
 ttl_citus_as_owner(const char *sql, int nargs, Oid *argtypes, Datum *values)
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	int			nestlevel;
-	Oid			extowner = InvalidOid;
-	int			ret;
+	int			ret = ttl_as_extension_owner(sql, nargs, argtypes, values, NULL);
 
-	if (!ttl_extension_info(NULL, &extowner))
-		elog(ERROR, "extension \"%s\" is not installed in this database",
-			 TTL_EXTENSION_NAME);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(extowner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-	nestlevel = ttl_parse_env_enter();
-	ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, false, 0);
-	ttl_parse_env_leave(nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
 	if (ret < 0)
 		elog(ERROR, "could not run a statement on the ttl_index policy catalog: %s",
 			 SPI_result_code_string(ret));

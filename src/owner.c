@@ -59,6 +59,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_db_role_setting.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/array.h"
@@ -447,6 +448,39 @@ void
 ttl_parse_env_leave(int nestlevel)
 {
 	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * ttl_as_extension_owner
+ *		Run a statement on the extension's catalog as the extension's
+ *		owner, in the parse environment above: the API's catalog writes
+ *		(api.c) and the Citus hook's reads and writes (citus_follow.c), for
+ *		callers with no right on the extension's schema.  Not read-only, so
+ *		the snapshot sees what the transaction has done so far.  Returns
+ *		SPI's result code; the caller is connected to SPI and reads SPI_*.
+ */
+int
+ttl_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
+					   Datum *values, const char *nulls)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nestlevel;
+	Oid			extowner = InvalidOid;
+	int			ret;
+
+	if (!ttl_extension_info(NULL, &extowner))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"%s\" is not installed in this database",
+						TTL_EXTENSION_NAME)));
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(extowner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	nestlevel = ttl_parse_env_enter();
+	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	ttl_parse_env_leave(nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return ret;
 }
 
 /*

@@ -235,6 +235,8 @@ extern void ttl_owner_release_session_locks(void);
 extern void ttl_pin_process_settings(const char *application_name);
 extern int	ttl_parse_env_enter(void);
 extern void ttl_parse_env_leave(int nestlevel);
+extern int	ttl_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
+								   Datum *values, const char *nulls);
 extern const char *ttl_server_setting(const char *name);
 extern char *ttl_login_setting(Oid dboid, Oid roleid, const char *name);
 

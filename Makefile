@@ -33,6 +33,7 @@ OBJS = \
 	src/purge.o \
 	src/replicas.o \
 	src/runner.o \
+	src/settings.o \
 	src/shmem.o \
 	src/skip.o \
 	src/statement.o \

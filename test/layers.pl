@@ -1,10 +1,11 @@
 #!/usr/bin/perl
 #
 # test/layers.pl [SRCDIR]: checks the layout of docs/design.md on the C
-# files: which file calls which (a call of a function another file
-# defines), that no call goes up a floor, and that no file calls back into
-# a file that calls it, directly or through others.  Prints the offending
-# calls with the functions that make them; exits 1 if there are any.
+# files: which file calls which (a call of a function, or a use of a
+# variable, that another file defines), that no call goes up a floor,
+# and that no file calls back into a file that calls it, directly or
+# through others.  Prints the offending calls with the functions that
+# make them; exits 1 if there are any.
 #
 # The floors are those of docs/design.md, top first; a file missing from
 # them is an error, so a new file must be given its floor here and there.
@@ -20,6 +21,7 @@ my @floors = (
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c citus_follow.c citus_nodes.c)],
 	[qw(extension.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
+	[qw(settings.c)],
 );
 my %floor;
 for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }
@@ -38,7 +40,7 @@ for my $path (glob("$src/*.c"))
 	$text{$file} = $t;
 }
 
-# the functions each file defines for others: at the start of a line, not
+# the functions and variables each file defines for others: at the start of a line, not
 # static (the line above, in house style), with a body
 my %defined_in;
 for my $file (keys %text)
@@ -48,6 +50,11 @@ for my $file (keys %text)
 		my ($type, $name) = ($1, $2);
 		next if $type =~ /\bstatic\b/;
 		$defined_in{$name} //= $file;
+	}
+	# and the variables it defines for others: at file scope, not static
+	while ($text{$file} =~ /^(?!static\b|extern\b|typedef\b|return\b)[A-Za-z_][\w ]*?[\s*]+(\w+)(?:\[[^\]\n]*\])?\s*(?:=[^;(]*)?;\s*$/mg)
+	{
+		$defined_in{$1} //= $file;
 	}
 }
 

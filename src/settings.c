@@ -44,7 +44,8 @@ int			ttl_busy_share = 5;
 int			ttl_worker_nice = 19;
 int			ttl_max_parallel_workers = 1;
 
-
+/* true when loaded through shared_preload_libraries (shared memory exists) */
+bool		ttl_preloaded = false;
 
 /*
  * ttl_index.wal_compression: the methods this server's build can read, as

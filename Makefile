@@ -12,10 +12,13 @@ MODULE_big = ttl_index
 OBJS = \
 	src/api.o \
 	src/backlog.o \
+	src/batch.o \
 	src/catalog.o \
 	src/citus.o \
 	src/citus_follow.o \
 	src/citus_nodes.o \
+	src/drain.o \
+	src/engine_test.o \
 	src/expiry.o \
 	src/extension.o \
 	src/filter.o \
@@ -29,13 +32,15 @@ OBJS = \
 	src/owner.o \
 	src/parallel.o \
 	src/partition.o \
+	src/pass.o \
 	src/probe.o \
-	src/purge.o \
 	src/replicas.o \
+	src/report.o \
 	src/runner.o \
 	src/settings.o \
 	src/shmem.o \
 	src/skip.o \
+	src/slices.o \
 	src/statement.o \
 	src/stats.o \
 	src/targets.o \
@@ -54,7 +59,7 @@ PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 # pg_regress: sql/*.sql against expected/*.out, on a server without the
 # library preloaded (PGXS runs them in the database contrib_regression)
-REGRESS = ttl_index ttl_expiry_rules ttl_edges ttl_migrate ttl_tenants
+REGRESS = ttl_index ttl_expiry_rules ttl_edges ttl_migrate ttl_tenants ttl_engine
 
 # isolation specs and their expected output live under test/isolation
 ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))

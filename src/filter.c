@@ -34,7 +34,7 @@
  *
  * Parsing runs no user code (it resolves names and types; constants are
  * read by the types' input functions); nothing here folds or evaluates the
- * expression.  Evaluation happens in purge.c and probe.c, as the owner.
+ * expression.  Evaluation happens in batch.c and probe.c, as the owner.
  *
  * Locking: the caller holds a lock on the table.
  *

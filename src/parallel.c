@@ -3,7 +3,7 @@
  * parallel.c
  *	  The share of a database's slot that its worker (the lead) and its
  *	  helpers use to drain one large backlog together (helper.c starts the
- *	  helpers, purge.c runs the slices).
+ *	  helpers, drain.c runs the slices).
  *
  * A job is part of one pass: the table in hand (a target) from where the
  * lead stands to the pass's cutoff, as ordinals (ttl_key_ordinal), cut
@@ -27,7 +27,7 @@
  * without its index is given up for this pass, all its slices with it
  * (ttl_parallel_give_up), and the lead learns why when it looks at the
  * finished tables (ttl_parallel_finished), as it walks each one again
- * (purge.c).  A helper that
+ * (drain.c).  A helper that
  * stops early (an error, the application busy, a replica behind, told to
  * leave, its exit) gives its slice back with its progress, and the lead,
  * which has the pass's machinery for rows that fail (held.c), takes it
@@ -105,16 +105,10 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 	int			running = 0;
 	bool		waiting = false;
 	int			n = 0;
-	uint64		width;
+	TtlJob		trial;
 
-	if (hi <= lo || ntables < 1)
-		return 0;
-	ntables = Min(ntables, TTL_MAX_JOB_TARGETS);
-	width = (uint64) hi - (uint64) lo;
-	/* room for the other tables' slices, and as many again to halve */
-	nslices = (int) Min((uint64) Min(nslices, TTL_MAX_SLICES / 2 - (ntables - 1)),
-						width);
-	if (nslices < 1 || (nslices < 2 && ntables < 2))
+	/* is there anything to share? (a job cut on the stack, not posted) */
+	if (ttl_slices_cut(&trial, tables, ntables, lo, hi, nslices) == 0)
 		return 0;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
@@ -137,7 +131,6 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 	{
 		TtlJob	   *job = &slot->job;
 		uint32		id = job->id + 1;
-		int			k = 0;
 
 		memset(job, 0, sizeof(TtlJob));
 		job->id = id;
@@ -145,28 +138,7 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 		job->policy_id = policy_id;
 		job->keytype = keytype;
 		job->pass_now = pass_now;
-		job->ntargets = ntables;
-		for (int i = 0; i < ntables; i++)
-		{
-			job->targets[i] = tables[i];
-			job->outcomes[i] = TTL_BATCH_MORE;
-		}
-		for (int i = 0; i < nslices; i++, k++)
-		{
-			job->slices[k].state = TTL_SLICE_FREE;
-			job->slices[k].target = 0;
-			job->slices[k].cur = (int64) ((uint64) lo + width / nslices * i);
-			job->slices[k].hi = i == nslices - 1 ? hi :
-				(int64) ((uint64) lo + width / nslices * (i + 1));
-		}
-		for (int i = 1; i < ntables; i++, k++)
-		{
-			job->slices[k].state = TTL_SLICE_FREE;
-			job->slices[k].target = (uint8) i;
-			job->slices[k].from_start = true;
-			job->slices[k].cur = hi;
-			job->slices[k].hi = hi;
-		}
+		(void) ttl_slices_cut(job, tables, ntables, lo, hi, nslices);
 		job->reserved = n;
 		*job_id = id;
 	}
@@ -191,47 +163,6 @@ ttl_parallel_unreserve(void)
 }
 
 /*
- * ttl_parallel_steal
- *		No slice is free: split the widest slice another process holds, its
- *		upper half becoming a slice of ours (in an unused or done entry).
- *		Returns its number, or -1 when no slice is wide enough or no entry
- *		is left.  Caller holds the slots lock.
- */
-static int
-ttl_parallel_steal(TtlJob *job)
-{
-	int			widest = -1;
-	uint64		best = 1;
-	int			entry = -1;
-
-	for (int i = 0; i < TTL_MAX_SLICES; i++)
-	{
-		TtlSlice   *sl = &job->slices[i];
-
-		/* not of a table given up: it would be given up again, piece by piece */
-		if (sl->state == TTL_SLICE_TAKEN && sl->taken_by != MyProcPid &&
-			!sl->from_start && job->outcomes[sl->target] == TTL_BATCH_MORE &&
-			sl->hi > sl->cur && (uint64) sl->hi - (uint64) sl->cur > best)
-		{
-			best = (uint64) sl->hi - (uint64) sl->cur;
-			widest = i;
-		}
-		if (entry < 0 && (sl->state == TTL_SLICE_UNUSED || sl->state == TTL_SLICE_DONE))
-			entry = i;
-	}
-	if (widest < 0 || entry < 0)
-		return -1;
-	job->slices[entry].state = TTL_SLICE_TAKEN;
-	job->slices[entry].taken_by = MyProcPid;
-	job->slices[entry].target = job->slices[widest].target;
-	job->slices[entry].from_start = false;
-	job->slices[entry].hi = job->slices[widest].hi;
-	job->slices[entry].cur = (int64) ((uint64) job->slices[widest].cur + best / 2);
-	job->slices[widest].hi = job->slices[entry].cur;
-	return entry;
-}
-
-/*
  * ttl_parallel_claim
  *		Take a slice of the job (the lead's, or the helper's own): a free
  *		one, else the upper half of the widest one another process holds.
@@ -252,37 +183,7 @@ ttl_parallel_claim(TtlClaim *claim)
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
 	job = slot != NULL ? &slot->job : NULL;
 	if (job != NULL && job->active && (HelperSlot == NULL || HELPER_JOB_OK(slot)))
-	{
-		for (int i = 0; i < TTL_MAX_SLICES; i++)
-		{
-			if (job->slices[i].state == TTL_SLICE_TAKEN)
-				result = TTL_CLAIM_BUSY;
-			else if (job->slices[i].state == TTL_SLICE_FREE)
-			{
-				job->slices[i].state = TTL_SLICE_TAKEN;
-				job->slices[i].taken_by = MyProcPid;
-				result = i;
-				break;
-			}
-		}
-		if (result == TTL_CLAIM_BUSY)
-		{
-			int			i = ttl_parallel_steal(job);
-
-			if (i >= 0)
-				result = i;
-		}
-		if (result >= 0)
-		{
-			TtlSlice   *sl = &job->slices[result];
-
-			claim->target = sl->target;
-			claim->table = job->targets[sl->target];
-			claim->from_start = sl->from_start;
-			claim->from = sl->cur;
-			claim->hi = sl->hi;
-		}
-	}
+		result = ttl_slices_claim(job, MyProcPid, claim);
 	LWLockRelease(ttl_shmem_slots_lock());
 	return result;
 }
@@ -301,12 +202,8 @@ ttl_parallel_slice_end(int i, int64 *hi)
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
-	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
-		slot->job.slices[i].taken_by == MyProcPid)
-	{
-		*hi = slot->job.slices[i].hi;
-		found = true;
-	}
+	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)))
+		found = ttl_slices_end(&slot->job, i, MyProcPid, hi);
 	LWLockRelease(ttl_shmem_slots_lock());
 	return found;
 }
@@ -327,37 +224,13 @@ ttl_parallel_progress(int i, bool have_cur, int64 cur, int64 rows, int64 left,
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
 	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
-		slot->job.slices[i].taken_by == MyProcPid)
+		ttl_slices_progress(&slot->job, i, MyProcPid, have_cur, cur))
 	{
-		TtlSlice   *sl = &slot->job.slices[i];
-
-		/* a slice from the index's start now knows where it stands */
-		if (have_cur && (sl->from_start || cur > sl->cur) && cur <= sl->hi)
-		{
-			sl->cur = cur;
-			sl->from_start = false;
-		}
 		slot->job.helper_rows += rows;
 		slot->job.helper_left += left;
 		slot->job.helper_skipped += skipped;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
-}
-
-/*
- * ttl_parallel_give_back
- *		Slice i, taken, is given back part done: free for another process,
- *		or done if its table was given up meanwhile (it would only be given
- *		up again).  Caller holds the slots lock exclusively.
- */
-static void
-ttl_parallel_give_back(TtlJob *job, int i)
-{
-	TtlSlice   *sl = &job->slices[i];
-
-	sl->state = job->outcomes[sl->target] == TTL_BATCH_MORE ?
-		TTL_SLICE_FREE : TTL_SLICE_DONE;
-	sl->taken_by = 0;
 }
 
 /*
@@ -375,25 +248,8 @@ ttl_parallel_let_go(int i, TtlSliceState state, int outcome)
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = HelperSlot != NULL ? HelperSlot : ttl_parallel_lead_slot();
 	if (slot != NULL && (HelperSlot == NULL || HELPER_JOB_OK(slot)) &&
-		slot->job.slices[i].taken_by == MyProcPid)
+		ttl_slices_let_go(&slot->job, i, MyProcPid, state, outcome))
 	{
-		TtlJob	   *job = &slot->job;
-		int			target = job->slices[i].target;
-
-		if (state == TTL_SLICE_FREE)
-			ttl_parallel_give_back(job, i);
-		else
-		{
-			job->slices[i].state = state;
-			job->slices[i].taken_by = 0;
-		}
-		if (outcome != TTL_BATCH_MORE)
-		{
-			job->outcomes[target] = (uint8) outcome;
-			for (int j = 0; j < TTL_MAX_SLICES; j++)
-				if (job->slices[j].state == TTL_SLICE_FREE && job->slices[j].target == target)
-					job->slices[j].state = TTL_SLICE_DONE;
-		}
 		if (HelperSlot != NULL)
 			lead = slot->latch;
 	}
@@ -443,24 +299,7 @@ ttl_parallel_finished(uint32 handled, int *outcome)
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
 	slot = ttl_parallel_lead_slot();
 	if (slot != NULL && slot->job.active)
-	{
-		TtlJob	   *job = &slot->job;
-		uint32		open = 0;
-
-		for (int j = 0; j < TTL_MAX_SLICES; j++)
-			if (job->slices[j].state == TTL_SLICE_FREE ||
-				job->slices[j].state == TTL_SLICE_TAKEN)
-				open |= (uint32) 1 << job->slices[j].target;
-		for (int t = 0; t < job->ntargets; t++)
-		{
-			if ((handled & ((uint32) 1 << t)) == 0 && (open & ((uint32) 1 << t)) == 0)
-			{
-				found = t;
-				*outcome = job->outcomes[t];
-				break;
-			}
-		}
-	}
+		found = ttl_slices_finished(&slot->job, handled, outcome);
 	LWLockRelease(ttl_shmem_slots_lock());
 	return found;
 }
@@ -572,7 +411,7 @@ ttl_parallel_detach(int code, Datum arg)
 			{
 				if (job->slices[i].state == TTL_SLICE_TAKEN &&
 					job->slices[i].taken_by == MyProcPid)
-					ttl_parallel_give_back(job, i);
+					ttl_slices_give_back(job, i);
 			}
 		}
 		lead = HelperSlot->latch;

@@ -2,7 +2,7 @@
  *
  * partition.c
  *	  Dropping whole partitions whose every possible row has expired, the
- *	  first step of a pass over a partitioned table (purge.c).  The rows of
+ *	  first step of a pass over a partitioned table (pass.c).  The rows of
  *	  the other partitions are deleted target by target (targets.c).
  *
  * Dropping a whole partition.  When the table is range-partitioned on the

@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "batch.h"
 #include "ttl_index.h"
 
 PG_FUNCTION_INFO_V1(ttl_runner);
@@ -122,7 +123,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 
 		if (!careful)
 		{
-			ttl_purge_batch(p, pass, &result);
+			ttl_pass_batch(p, pass, &result);
 		}
 		else
 		{
@@ -132,7 +133,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			MemoryContextSwitchTo(batchcxt);
 			PG_TRY();
 			{
-				ttl_purge_batch(p, pass, &result);
+				ttl_pass_batch(p, pass, &result);
 				ReleaseCurrentSubTransaction();
 			}
 			PG_CATCH();
@@ -161,7 +162,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 		MemoryContextSwitchTo(old);
 		/* a state, not a failed batch: said, not counted (as the worker) */
 		if (result.outcome == TTL_BATCH_NO_INDEX)
-			ttl_purge_no_index_error(p, WARNING);
+			ttl_pass_no_index_error(p, WARNING);
 		ttl_stats_count_batch(MyDatabaseId, p, &result);
 		total += result.deleted;
 		CommandCounterIncrement();
@@ -267,15 +268,15 @@ ttl_runner(PG_FUNCTION_ARGS)
 
 	/* a session's state, not a policy's failure: say it once */
 	PreventCommandIfReadOnly("DELETE");
-	if (ttl_purge_active())
+	if (ttl_batch_active())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ttl_runner() cannot be called inside a purge"),
 				 errdetail("A trigger, rule or function that a purge runs called it.")));
 	ttl_targets_init();
 	policies = ttl_load_policies(CurrentMemoryContext);
-	/* in a transaction block, SET CONSTRAINTS is the caller's (purge.c) */
-	ttl_purge_constraints_immediate(!IsTransactionBlock());
+	/* in a transaction block, SET CONSTRAINTS is the caller's (batch.c) */
+	ttl_batch_set_constraints_immediate(!IsTransactionBlock());
 	ttl_stats_defer(true);
 	foreach(lc, policies)
 	{
@@ -289,6 +290,6 @@ ttl_runner(PG_FUNCTION_ARGS)
 		total += ttl_runner_policy(p, now);
 	}
 	ttl_stats_defer(false);
-	ttl_purge_constraints_immediate(true);
+	ttl_batch_set_constraints_immediate(true);
 	PG_RETURN_INT64(total);
 }

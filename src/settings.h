@@ -12,8 +12,8 @@
  * ttl_index.wal_compression (wal.c).  The default is lz4 where the build
  * has it: a drain's WAL is mostly full-page images (the first change to
  * each page after a checkpoint), and lz4 halves it at little CPU.  pglz,
- * which every build can read, drained 40-byte rows 2.5 times slower than
- * lz4: not a default.
+ * which every build can read, costs several times lz4's CPU for the same
+ * saving (docs/benchmarks.md): not a default.
  */
 typedef enum TtlWalCompression
 {

@@ -3,7 +3,8 @@
  * shmem.h
  *	  The shapes of the shared areas, for the files that handle them
  *	  directly: shmem.c, which creates them; launcher.c, which runs the
- *	  database slots; parallel.c, which runs the helpers' share of a slot;
+ *	  database slots; parallel.c, which runs the helpers' share of a slot,
+ *	  and slices.c, the arithmetic of its slices;
  *	  stats.c, which owns the stats hash's entries; writes.c, which keeps
  *	  the prepared transactions' tables.  Every
  *	  other file goes through the accessors declared in ttl_index.h.
@@ -155,5 +156,17 @@ extern void ttl_shmem_launcher_detach(void);
 extern int	ttl_shmem_max_workers(void);
 extern int	ttl_shmem_helpers_of(TtlDbSlot *slot);
 extern int	ttl_shmem_processes_of(TtlDbSlot *slot);
+
+/* a job's slices, on the job given (slices.c) */
+extern int	ttl_slices_cut(TtlJob *job, const TtlJobTarget *tables, int ntables,
+						   int64 lo, int64 hi, int nslices);
+extern int	ttl_slices_claim(TtlJob *job, pid_t who, TtlClaim *claim);
+extern bool ttl_slices_end(TtlJob *job, int i, pid_t who, int64 *hi);
+extern bool ttl_slices_progress(TtlJob *job, int i, pid_t who, bool have_cur,
+								int64 cur);
+extern void ttl_slices_give_back(TtlJob *job, int i);
+extern bool ttl_slices_let_go(TtlJob *job, int i, pid_t who, TtlSliceState state,
+							  int outcome);
+extern int	ttl_slices_finished(TtlJob *job, uint32 handled, int *outcome);
 
 #endif							/* TTL_SHMEM_H */

@@ -115,9 +115,16 @@ ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
 		}
 		s->maxpages = n;
 	}
+#ifdef USE_ASSERT_CHECKING
+	/* leaf pages in right-link order: none twice, none a P_NONE */
+	Assert(blkno != P_NONE && blkno != InvalidBlockNumber);
+	for (int i = 0; i < s->npages; i++)
+		Assert(s->blocks[i] != blkno);
+#endif
 	s->blocks[s->npages] = blkno;
 	s->lsns[s->npages] = lsn;
 	s->npages++;
+	Assert(s->npages <= s->maxpages);
 }
 
 /*
@@ -174,6 +181,7 @@ ttl_skip_validate(TtlTarget *t, Relation irel)
 	Buffer		buf;
 	BlockNumber blkno;
 
+	Assert(s->ready);
 	if (s->npages == 0)
 		return false;
 	buf = ttl_bt_leftmost_leaf(irel);
@@ -211,6 +219,7 @@ ttl_skip_sibling(TtlTarget *t, Relation irel)
 	TtlSkip    *s = &t->skip;
 	BlockNumber next;
 
+	Assert(s->tracking && s->npages > 0);
 	(void) ttl_skip_page_lsn(irel, s->blocks[s->npages - 1], &next);
 	if (next != P_NONE && next != InvalidBlockNumber)
 		ttl_skip_add(t, next, ttl_skip_page_lsn(irel, next, NULL));
@@ -244,6 +253,8 @@ ttl_skip_start(TtlTarget *t, Relation irel, Datum *from)
 		s->relfilenode == irel->rd_rel->relfilenode &&
 		ttl_skip_settle(t) && ttl_skip_validate(t, irel))
 	{
+		/* a prefix ends on its second page or later (ttl_skip_stop) */
+		Assert(s->npages >= 2 && s->indexoid == RelationGetRelid(irel));
 		s->writes = writes;
 		*from = s->key;
 		s->tracking = true;
@@ -322,6 +333,7 @@ ttl_skip_on_page(TtlTarget *t, Relation irel, BlockNumber blkno,
 		ttl_skip_forget(t);
 		return;
 	}
+	Assert(s->pos >= 0 && s->pos < s->npages && s->blocks[s->pos] == blkno);
 	if (s->pos == s->npages - 1)
 		ttl_skip_sibling(t, irel);
 }
@@ -360,9 +372,11 @@ ttl_skip_stop(TtlTarget *t)
 		ttl_skip_forget(t);
 		return;
 	}
+	Assert(s->pos < s->npages);
 	s->tracking = false;
 	/* the pages after the one in hand are not part of it */
 	s->npages = s->pos + 1;
+	Assert(s->npages >= 2);
 	if (s->ready && !t->keybyval)
 		pfree(DatumGetPointer(s->key));
 	if (t->keybyval)
@@ -395,6 +409,7 @@ ttl_skip_key(TtlTarget *t, Datum *key, uint32 *writes)
 	if (!s->ready || !t->keybyval || s->indexoid != t->indexoid ||
 		!ttl_skip_settle(t))
 		return false;
+	Assert(s->npages >= 2);
 	*key = s->key;
 	*writes = s->writes;
 	return true;

@@ -17,7 +17,7 @@
  *
  * On a partition or inheritance child of the policy's table, the statement
  * is that of the owner's DELETE FROM parent when a DELETE of the leaf alone
- * would differ from it (purge.c decides): it runs on the policy's table,
+ * would differ from it (batch.c decides): it runs on the policy's table,
  * restricted to the leaf (tableoid, and the leaf's partition constraint,
  * which prunes the other partitions of a range- or list-partitioned
  * table), so that the parent's row-level security, grants, statement-level

@@ -19,7 +19,7 @@
  * The bound is ttl_index.batch_timeout when it is positive, 0 for none, and
  * by default (-1) a hundred times ttl_index.batch_time, at least ten
  * seconds: far above what a batch takes, which the row limit adapts to
- * batch_time (purge.c), yet bounded.
+ * batch_time (batch.c), yet bounded.
  *
  * ttl_runner() has none of this: it runs in the caller's session, under
  * the caller's statement_timeout.

@@ -14,9 +14,11 @@
  *				worker.c     the per-database worker and its scheduler
  *				helper.c     helpers: started by a worker, draining slices
  *				hooks.c      utility, executor and transaction hooks
- *	one pass	partition.c  whole-partition drops
- *				purge.c      one batch on one physical table: begin, scan,
- *				             act, finish
+ *	one pass	pass.c       a pass over a policy's targets, batch by batch
+ *				drain.c      a backlog drained with helpers, in slices
+ *				batch.c      the engine: one batch on one physical table
+ *				             between two keys: begin, scan, act, finish
+ *				partition.c  whole-partition drops
  *				held.c       rows that cannot be deleted: isolation, backoff
  *				skip.c       the known-dead prefix of an index
  *				probe.c      index look-ups: the next and the oldest expiry
@@ -41,7 +43,8 @@
  *				replicas.c   holding batches for a standby or a slot's consumer
  *				parallel.c   the job a worker shares with its helpers
  *				shmem.c      all shared memory and its locks
- *	module		ttl_index.c  settings, shared memory request, hooks
+ *				settings.c   the ttl_index.* settings
+ *	module		ttl_index.c  module load: shared memory request, hooks
  *
  * Locking rules are described at the top of the file that owns the lock
  * (shmem.c for all shared memory).
@@ -308,12 +311,12 @@ typedef struct TtlTarget
 	bool		done;			/* reached the cutoff (or gone) */
 	bool		have_resume;
 	Datum		resume_key;		/* by-reference keys live in cxt's parent */
-	/* where in the run of entries of resume_key (purge.c, ttl_batch_scan) */
+	/* where in the run of entries of resume_key (batch.c, ttl_batch_scan) */
 	ItemPointerData resume_tid; /* the last one read; invalid: from its start */
 	int64		resume_dups;	/* how many of them were read */
 	List	   *retry;			/* of TtlTidGroup: rows of a failed batch,
 								 * retried in parts */
-	/* a sweep of the heap in block order (purge.c, ttl_batch_sweep) */
+	/* a sweep of the heap in block order (batch.c, ttl_batch_sweep) */
 	bool		sweep;
 	BlockNumber sweep_next;		/* the next block to read */
 	BlockNumber sweep_end;		/* the table's size when the sweep began */
@@ -324,7 +327,7 @@ typedef struct TtlTarget
 	int			slice;
 } TtlTarget;
 
-/* rows of a failed statement, to be retried (purge.c) */
+/* rows of a failed statement, to be retried (pass.c) */
 typedef struct TtlTidGroup
 {
 	int			n;
@@ -385,6 +388,10 @@ typedef struct TtlHeld TtlHeld;
 
 extern bool ttl_error_row_related(int sqlerrcode);
 extern bool ttl_error_is_cancel(int sqlerrcode);
+
+/* logging a batch's error as it was raised, one context line added (report.c) */
+extern void ttl_report_error(ErrorData *edata, int elevel, const char *fmt,...)
+			pg_attribute_printf(3, 4);
 extern ErrorData *ttl_subxact_catch(MemoryContext cxt, ResourceOwner owner);
 extern TtlHeld *ttl_held_create(MemoryContext cxt);
 extern bool ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid,
@@ -397,7 +404,7 @@ extern int	ttl_held_count(TtlHeld *held);
 extern bool ttl_held_first_report(TtlHeld *held, int sqlerrcode);
 
 /* ----------
- * Purge engine (purge.c)
+ * A pass and its batches (pass.c, batch.c, drain.c)
  *
  * A pass of a policy: the cutoff fixed when it starts, its targets, and an
  * adaptive row limit that keeps a batch within ttl_index.batch_time.
@@ -471,21 +478,8 @@ typedef struct TtlPass
 	TimestampTz next_expiry;	/* earliest next expiry seen, 0 = none */
 	bool		next_expiry_unknown;	/* a look gave up (filter) */
 	TtlHeld    *held;			/* the policy's held rows (not owned) */
-	/* helpers (helper.c): a target worth sharing, and the job posted */
-	TtlTarget  *split;
-	Datum		split_from;		/* from this key on */
-	uint32		job_id;			/* 0: none active */
-	/* the job's tables: the lead's are pass->targets from job_first on */
-	TtlTarget  *job_targets[TTL_MAX_JOB_TARGETS];
-	int			job_ntargets;
-	int			job_first;
-	uint32		job_handled;	/* bit i: table i finished and looked at */
-	TtlTarget  *job_cur;		/* the table of the slice in hand */
-	TtlTarget  *job_walk;		/* a finished table the lead ends */
-	int64		job_hi;			/* the job's end (the cutoff), an ordinal */
-	Oid			job_keytype;	/* a helper's: the shared key's type */
+	struct TtlDrain *drain;		/* a shared drain's state, drain.c */
 	TransactionId xid_at_start; /* the next XID when the pass began */
-	bool		waiting_helpers;	/* every free slice is taken */
 	TtlWalTrial wal;			/* this process's, wal.c */
 	/* the table a batch is on, until it returns: a failure is that table's */
 	TtlTarget  *failing_target;
@@ -523,32 +517,22 @@ typedef struct TtlBatchResult
 	int			ntids;
 	ItemPointerData *tids;		/* in the pass's memory */
 	TransactionId *xmins;
+	/* the last key the last engine batch read, until the next (batch.c) */
+	bool		have_last;
+	Datum		last_key;
 } TtlBatchResult;
 
+/* a pass (pass.c); its engine is batch.h's, its shared drain drain.h's */
 extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   TtlHeld *held, TimestampTz now,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
-extern int	ttl_pass_job_tables(TtlPass *pass, TtlTarget *split,
-								TtlJobTarget *tables);
-extern void ttl_pass_set_parallel(TtlPass *pass, int ntables, int64 hi,
-								  uint32 job_id);
-extern TtlPass *ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info,
-									MemoryContext parent);
-extern void ttl_pass_set_slice(TtlPass *pass, int slice, TtlClaim *claim);
-extern void ttl_pass_slice_refresh(TtlPass *pass);
-extern bool ttl_pass_slice_after(TtlPass *pass, TtlBatchResult *result);
-extern void ttl_pass_slice_abandon(TtlPass *pass);
-extern TtlBatchOutcome ttl_purge_slice(TtlPolicy *policy, TtlPass *pass,
-									   TtlBatchResult *result);
-extern void ttl_purge_batch(TtlPolicy *policy, TtlPass *pass,
-							TtlBatchResult *result);
+extern void ttl_pass_batch(TtlPolicy *policy, TtlPass *pass,
+						   TtlBatchResult *result);
 extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
 							 TtlBatchResult *failed, int sqlerrcode,
 							 bool *held_one, TtlTarget **held_table);
-extern void ttl_purge_no_index_error(TtlPolicy *policy, int elevel);
-extern bool ttl_purge_active(void);
-extern void ttl_purge_constraints_immediate(bool on);
+extern void ttl_pass_no_index_error(TtlPolicy *policy, int elevel);
 
 /* ----------
  * The replication origin of the worker's changes (origin.c)
@@ -891,7 +875,6 @@ extern int64 ttl_parallel_end(uint32 job_id, int64 *left, int64 *skipped);
 extern bool ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info);
 extern bool ttl_parallel_must_stop(void);
 
-extern void ttl_helpers_start(TtlPolicy *policy, TtlPass *pass);
 extern PGDLLEXPORT void ttl_helper_main(Datum main_arg);
 
 #endif							/* TTL_INDEX_H */

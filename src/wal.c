@@ -23,21 +23,20 @@
  *
  * Full-page images.  The first change to a page after a checkpoint logs
  * the whole page, and a drain changes every page its expired rows are on:
- * full-page images are most of a drain's WAL (about 60% of it on 40-byte
- * rows, nearly all of it on TOASTed ones).  Where the WAL bounds the drain
- * (wide rows, TOAST), compressing them speeds it up: on the benchmark's
- * 2 KB TOASTed rows, lz4 cut the WAL eightfold and doubled the drain's
- * speed.  But compressing what does not shrink (rows compressed already,
- * as TOAST stores them by default, or random) only costs CPU: there lz4
- * saved 7% of the WAL and slowed the drain by a quarter.  So each process
+ * full-page images are most of a drain's WAL, and nearly all of it on
+ * TOASTed rows.  Where the WAL bounds the drain (wide rows, TOAST),
+ * compressing them speeds it up a lot; but compressing what does not
+ * shrink (rows compressed already, as TOAST stores them by default, or
+ * random) only costs CPU and slows the drain (docs/benchmarks.md, "Where
+ * the time goes", has the figures).  So each process
  * makes a trial: a batch not compressed, then one compressed, each with
  * enough full-page images to tell (TTL_WAL_TRIAL_FPI; until then the
  * batches go on as the trial's next one), and goes on compressing only if
  * that wrote at most TTL_WAL_KEEP_RATIO as much WAL per row.  The
  * uncompressed one comes first: a policy's first batch is its smallest
  * (TTL_FIRST_BATCH_ROWS), and on rows scattered over the heap, where every
- * row is a full-page image, a full uncompressed batch wrote 50 MB more than
- * it had to.  Two trial batches with full-page images of very different
+ * row is a full-page image, a full uncompressed batch writes far more WAL
+ * than it has to.  Two trial batches with full-page images of very different
  * density (rows per image) do not compare: the older one is measured
  * again.  A worker's decision is kept from pass to pass of the policy (the
  * rows of a table compress the same from one pass to the next); a helper
@@ -81,7 +80,7 @@ static const char *const ttl_wal_methods[] = {
 /*
  * ttl_batch_wal_flush
  *		Before the commit of a batch whose user code may have written
- *		outside the expired rows (purge.c: a trigger, a DO ALSO rule): the
+ *		outside the expired rows (batch.c: a trigger, a DO ALSO rule): the
  *		commit waits for the flush as synchronous_commit says, as the
  *		owner's own statement's would.
  */

@@ -5,7 +5,7 @@
  *	  it fairly between policies.
  *
  * Scheduling.  Each policy has a pass: a cutoff fixed when the pass starts,
- * its targets (purge.c).  Passes advance in rounds: one batch (one
+ * its targets (pass.c).  Passes advance in rounds: one batch (one
  * transaction, bounded by rows and by ttl_index.batch_time) per policy in
  * pass, in catalog order, so a multi-million-row backlog gets one batch per
  * round while small policies finish in their first.  Between rounds,
@@ -86,6 +86,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "drain.h"
 #include "ttl_index.h"
 
 /* re-read the catalog at least this often, even without a wake-up */
@@ -137,9 +138,8 @@ typedef struct TtlSchedEntry
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
-static void ttl_worker_rest(TtlSchedEntry *e, int sqlerrcode, const char *message,
-							const char *detail, const char *hint,
-							const char *context, const char *relname,
+static void ttl_worker_rest(TtlSchedEntry *e, ErrorData *edata,
+							const char *message, const char *relname,
 							TimestampTz now);
 static TimestampTz ttl_worker_recheck_at(TimestampTz now);
 static bool ttl_worker_hold_for_replicas(void);
@@ -530,58 +530,49 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 		if (held_table != NULL)
 		{
 			/* one of its tables held back; the pass goes on with the others */
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("ttl_index: could not purge expired rows of %s, one of the tables of the policy on %s, which is left for now (SQLSTATE %s): %s",
-							held_table->relname ? held_table->relname : "a table",
-							relname, unpack_sql_state(edata->sqlerrcode), edata->message),
-					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-					 errhint("Its other tables are purged meanwhile; it is tried again after ttl_index.error_delay, doubling each time it fails.")));
 			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
 								  edata->message);
+			ttl_report_error(edata, LOG,
+							 "ttl_index: %s, one of the tables of the policy on %s, is left for now (SQLSTATE %s); its other tables are purged meanwhile, and it is tried again after ttl_index.error_delay, doubling each time it fails",
+							 held_table->relname ? held_table->relname : "a table",
+							 relname, unpack_sql_state(edata->sqlerrcode));
 			return;
 		}
 		if (!held_one)
 			return;				/* its rows are retried in halves */
 		/* one row held back: say so once per kind of failure */
-		if (ttl_held_first_report(e->held, edata->sqlerrcode))
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s): %s",
-							relname, unpack_sql_state(edata->sqlerrcode),
-							edata->message),
-					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-					 errhint("Rows like it are retried later, and counted in rows_held of ttl_index_stats; this is logged once per policy and kind of error.")));
 		ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
 							  edata->message);
+		if (ttl_held_first_report(e->held, edata->sqlerrcode))
+			ttl_report_error(edata, LOG,
+							 "ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s); rows like it are retried later and counted in rows_held of ttl_index_stats, and this is logged once per policy and kind of error",
+							 relname, unpack_sql_state(edata->sqlerrcode));
 		return;
 	}
 
-	ttl_worker_rest(e, edata->sqlerrcode, edata->message, edata->detail,
-					edata->hint, edata->context, relname, now);
+	ttl_worker_rest(e, edata, NULL, relname, now);
 }
 
 /*
  * ttl_worker_rest
  *		A failure of the policy's own (not some rows'): log it once, as
- *		autovacuum does, with the table and the SQLSTATE in the message and
- *		the original detail, hint and context (which names the column);
- *		count it; end the pass; the policy rests ttl_index.error_delay
- *		while the other policies go on.
+ *		autovacuum does, the original error with a context line naming the
+ *		table and the SQLSTATE; count it (with message, when given, in place
+ *		of the error's); end the pass; the policy rests
+ *		ttl_index.error_delay while the other policies go on.
  */
 static void
-ttl_worker_rest(TtlSchedEntry *e, int sqlerrcode, const char *message,
-				const char *detail, const char *hint, const char *context,
+ttl_worker_rest(TtlSchedEntry *e, ErrorData *edata, const char *message,
 				const char *relname, TimestampTz now)
 {
-	ereport(LOG,
-			(errcode(sqlerrcode),
-			 errmsg("ttl_index: could not purge expired rows of table %s (SQLSTATE %s): %s",
-					relname, unpack_sql_state(sqlerrcode), message),
-			 detail ? errdetail_internal("%s", detail) : 0,
-			 hint ? errhint("%s", hint) : 0,
-			 context ? errcontext("%s", context) : 0));
-	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode, message);
+	int			sqlerrcode = edata->sqlerrcode;
+
+	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode,
+						  message ? message : edata->message);
+	ttl_report_error(edata, LOG,
+					 "ttl_index: a batch of the policy on table %s failed (SQLSTATE %s)%s%s; the policy rests ttl_index.error_delay",
+					 relname, unpack_sql_state(sqlerrcode),
+					 message ? ": " : "", message ? message : "");
 	ttl_worker_health(e, "errors", NULL);
 	ttl_pass_end(e->pass);
 	e->pass = NULL;
@@ -633,7 +624,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 			{
 				SetCurrentStatementStartTimestamp();
 				StartTransactionCommand();
-				ttl_purge_no_index_error(&e->policy, WARNING);
+				ttl_pass_no_index_error(&e->policy, WARNING);
 				CommitTransactionCommand();
 				e->warned_no_index = true;
 			}
@@ -711,8 +702,6 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	ttl_batch_wal_mode(&e->policy, pass);
-	pass->split = NULL;
-	pass->waiting_helpers = false;
 	BatchPolicy = e->policy.id;
 	ttl_timeout_batch_start();
 	PG_TRY();
@@ -724,7 +713,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		ttl_slot_batch_begin(&e->policy, pass, relname);
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("ttl_index: purging expired rows of %s", relname));
-		ttl_purge_batch(&e->policy, pass, &result);
+		ttl_pass_batch(&e->policy, pass, &result);
 		if (result.flush)
 			ttl_batch_wal_flush();
 		CommitTransactionCommand();
@@ -745,10 +734,10 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		if (ttl_timeout_fired())
 		{
 			/* canceled by its deadline: the policy's failure (timeout.c) */
-			ttl_worker_rest(e, ERRCODE_QUERY_CANCELED,
+			ttl_worker_rest(e, edata,
 							psprintf("the batch ran past ttl_index.batch_timeout (%d ms)",
 									 ttl_timeout_ms()),
-							NULL, NULL, edata->context, relname, now);
+							relname, now);
 		}
 		else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		{
@@ -796,9 +785,9 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	now = GetCurrentTimestamp();
 	if (result.outcome != TTL_BATCH_MORE)
 		ttl_worker_pass_done(e, &result, relname, now);
-	else if (pass->split != NULL)
-		ttl_helpers_start(&e->policy, pass);
-	else if (pass->waiting_helpers)
+	else if (ttl_drain_offered(pass))
+		ttl_drain_start(&e->policy, pass);
+	else if (ttl_drain_waiting(pass))
 	{
 		/* the helpers hold the last slices: wait for one to end */
 		(void) ttl_worker_nap("waiting for helpers", 100);

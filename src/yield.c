@@ -7,10 +7,10 @@
  * A drain at full speed writes WAL as fast as one core can delete rows.
  * Every commit of the application must flush the WAL inserted before it,
  * most of it ours, and on a small machine the worker also takes a core
- * (see benchmark scenario 4 in docs/benchmarks.md for what that costs).  So while
- * others are writing, a worker takes small batches (TTL_BUSY_BATCH_ROWS)
- * and, after each one that wrote, pauses so that its batches fill at most
- * ttl_index.busy_share percent of its time.  When nobody else writes, it
+ * (benchmark scenario 4 in docs/benchmarks.md says what that costs).  So
+ * while others are writing, a worker takes small batches
+ * (TTL_BUSY_BATCH_ROWS) and, after each one that wrote, pauses so that its
+ * batches fill at most ttl_index.busy_share percent of its time.  When nobody else writes, it
  * runs at full speed again.
  *
  * "Others are writing" is read off the transaction ID counter: every
@@ -29,12 +29,9 @@
  * and are not seen: they compete with a drain for CPU only.
  *
  * A batch that gives way deletes its rows in one go and pauses after it.
- * Pausing within the batch as well, after every 0.2 ms of work (the way
- * cost-based delay paces VACUUM, to spread the batch's WAL over the pause),
- * was tried and measured: in benchmark scenario 4 it made no difference to
- * the application's p99 above the noise, cost it about one point more of
- * TPS, and kept each batch's transaction open twenty times longer.  Left
- * out.
+ * Pausing within the batch as well, the way cost-based delay paces VACUUM,
+ * does not help the application (docs/benchmarks.md, "Where the time
+ * goes") and keeps each batch's transaction open many times longer.
  *
  * A worker reads its own count between batches, when all its XIDs are
  * counted.  Another worker's or helper's XID is counted a moment after it

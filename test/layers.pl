@@ -15,13 +15,15 @@ use warnings;
 my $src = shift // 'src';
 my @floors = (
 	[qw(ttl_index.c)],
-	[qw(api.c views.c runner.c import.c)],
+	[qw(api.c views.c runner.c import.c engine_test.c)],
 	[qw(launcher.c worker.c helper.c hooks.c)],
-	[qw(purge.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c)],
+	[qw(pass.c)],
+	[qw(drain.c)],
+	[qw(batch.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c)],
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c citus_follow.c citus_nodes.c)],
 	[qw(extension.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
-	[qw(settings.c)],
+	[qw(settings.c report.c slices.c)],
 );
 my %floor;
 for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }

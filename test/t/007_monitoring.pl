@@ -99,8 +99,9 @@ SELECT wait_event_type = 'Extension' AND wait_event = '$sleeping'
 	"the sleeping worker waits under the $sleeping wait event");
 
 # a failure of the policy (not of some rows: a trigger that writes to a
-# table that was dropped): logged once with table and SQLSTATE, counted,
-# message kept
+# table that was dropped): logged once as autovacuum logs a failed table,
+# the original error (message, query, context) with a context line naming
+# the table and the SQLSTATE; counted, message kept
 $node->safe_psql('postgres', q{
 CREATE TABLE parent (id int PRIMARY KEY, ts timestamptz);
 CREATE TABLE parent_log (id int);
@@ -112,8 +113,8 @@ INSERT INTO parent VALUES (1, now() - interval '1 day');
 SELECT ttl_create_index('parent', 'ts', 60);
 });
 ok($node->wait_for_log(
-		qr/LOG:  ttl_index: could not purge expired rows of table public\.parent \(SQLSTATE 42P01\): relation "public.parent_log" does not exist/),
-	'a failed batch is logged with the table and the SQLSTATE');
+		qr/LOG:  relation "public\.parent_log" does not exist[^\n]*\n(?:[^\n]*\n)*?[^\n]*QUERY:  INSERT INTO public\.parent_log VALUES \(OLD\.id\)\n(?:[^\n]*\n)*?[^\n]*while purging expired rows of table public\.parent, column ts\n\s*ttl_index: a batch of the policy on table public\.parent failed \(SQLSTATE 42P01\); the policy rests ttl_index\.error_delay\n/),
+	'a failed batch is logged as raised, its query and context kept, with the table and the SQLSTATE');
 like($node->safe_psql('postgres', "SELECT errors || ' ' || last_error_sqlstate || ' ' || last_error FROM ttl_index_stats WHERE table_name = 'parent'::regclass"),
 	qr/^[1-9]\d* 42P01 relation "public.parent_log" does not exist/,
 	'the failure is counted and its SQLSTATE and message kept');

@@ -1,25 +1,34 @@
 /*-------------------------------------------------------------------------
  *
- * purge.c
- *	  The purge engine: a pass of a policy over its targets, one batch at a
- *	  time.  A batch works on exactly one physical table (a target,
- *	  targets.c) and goes down the floors once:
+ * batch.c
+ *	  The batch engine: one batch on one target (a physical table,
+ *	  targets.c), from where the target's last batch stopped to its stop
+ *	  key or the pass's cutoff, whichever comes first.  The one call is
+ *	  ttl_batch_run(); the worker's passes (pass.c), the shared drain's
+ *	  slices (drain.c) and ttl_runner() all go through it.  A batch goes
+ *	  down the floors once:
  *
  *	  begin   take the table's lock without waiting (else: come back
  *	          later), become the table owner with the owner's settings
  *	          (owner.c), take a snapshot, resolve the target if anything
  *	          changed since (targets.c), lock its index without waiting;
- *	  scan    range-scan the btree from where the last batch stopped up to
- *	          the cutoff fixed when the pass began, skipping rows another
- *	          transaction is changing or has locked, rows held back
- *	          (held.c), rows the filter rejects, until the row limit or the
- *	          time limit;
+ *	  scan    range-scan the btree from the target's resume position (or
+ *	          past its known-dead prefix, skip.c) up to the bound, skipping
+ *	          rows another transaction is changing or has locked, rows held
+ *	          back (held.c), rows the filter rejects, until the row limit or
+ *	          the time limit;
  *	  act     delete exactly the row versions found: on the direct path
  *	          each one as the scan finds it, on the executor path all of
  *	          them by one statement (statement.c);
- *	  finish  remember where the next batch resumes, or read when the next
- *	          row expires; leave the owner's identity; adapt the row limit
- *	          to ttl_index.batch_time.
+ *	  finish  record the resume position (key and heap TID), or read when
+ *	          the next row expires; leave the owner's identity; adapt the
+ *	          pass's row limit to ttl_index.batch_time.
+ *
+ * What the caller gets back: the outcome (more to do, done, locked, gone,
+ * no index), the rows deleted, left and skipped, the last key read (for a
+ * drain's split, drain.c), and the rows of the statement in flight (for
+ * retrying them in parts when it fails, pass.c).  The position is the
+ * target's (resume_key, resume_tid), kept in the pass's memory.
  *
  * The direct path: when a DELETE by the owner would run no user code and
  * apply no policy (no DELETE triggers, which includes the foreign keys that
@@ -34,29 +43,23 @@
  * Archive and soft delete, and every table with triggers, rules or
  * row-level security, take the executor path.
  *
- * Whole-partition drops (partition.c) come first in a pass over a
- * partitioned table.  A target whose lock is taken is skipped for this
- * pass, and the pass goes on with the next one, so one locked partition
- * does not starve those after it.
- *
- * Errors: a batch raises its errors; the caller owns the transaction (the
- * worker runs each batch in its own, ttl_runner() each policy in a
- * subtransaction of the caller's) and decides, with held.c, whether the
- * failure is some rows' (then ttl_pass_isolate retries the rows of the
- * failed statement in halves, or holds the one row the filter failed on)
- * or the policy's.
- *
  * Why a statement by TID and not "DELETE ... WHERE ts < cutoff LIMIT n":
  * the rows a batch deletes are the ones its own scan found, so the planner
  * never chooses how to find them, and the next batch resumes from the last
  * key instead of re-reading the index entries of rows already deleted.
  *
- * Memory: a pass lives in its own context (child of the caller's), which
- * holds the targets, their resolution, the resume keys and the groups of
- * rows to retry; the rows a batch collects live in a child of it emptied
- * at the next batch (they outlive a failed batch for ttl_pass_isolate, and
- * no longer: a batch that fails in its scan leaks nothing); everything
- * else a batch allocates goes with the caller's per-batch context.  Locks: a batch's are held until its
+ * Errors: a batch raises its errors, with a context line naming the table
+ * and column; the caller owns the transaction and decides (pass.c, with
+ * held.c) whether the failure is some rows' or the policy's.  While a
+ * batch runs, the pass records the row the filter is looking at and the
+ * target in hand, for that decision.
+ *
+ * Memory: the rows a batch collects live in the pass's rows context,
+ * emptied by the caller at the next batch (they outlive a failed batch,
+ * for retrying in parts, and no longer); the resume keys live in the
+ * pass's context; everything else a batch allocates goes with the
+ * caller's per-batch context.  Locks: the batch takes its table's,
+ * parent's and index's without waiting, and holds them until its
  * transaction ends.
  *
  *-------------------------------------------------------------------------
@@ -99,14 +102,15 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-/* a new pass starts with this many rows per batch, then adapts */
-#define TTL_FIRST_BATCH_ROWS	1000
-#define TTL_MIN_BATCH_ROWS		16
+#include "batch.h"
+
 /* look at the clock every this many index entries */
 #define TTL_CLOCK_EVERY			64
+/* the fewest rows a batch is asked for, whatever its speed */
+#define TTL_MIN_BATCH_ROWS		16
 
-static void ttl_set_resume_at(TtlPass *pass, TtlTarget *t, Datum key,
-							  ItemPointer tid, int64 dups);
+static void ttl_batch_resume_at(TtlPass *pass, TtlTarget *t, Datum key,
+								ItemPointer tid, int64 dups);
 
 /*
  * What a batch holds open, so that one path releases it.
@@ -136,11 +140,11 @@ static void ttl_batch_check_rights(TtlBatch *b);
 static bool ttl_batch_via_parent(TtlBatch *b);
 
 /*
- * ttl_purge_errcontext
+ * ttl_batch_errcontext
  *		Name the table and column in every error raised during a batch.
  */
 static void
-ttl_purge_errcontext(void *arg)
+ttl_batch_errcontext(void *arg)
 {
 	TtlBatch   *b = (TtlBatch *) arg;
 
@@ -149,159 +153,49 @@ ttl_purge_errcontext(void *arg)
 			   b->policy->column_name);
 }
 
-/*
- * ttl_purge_no_index_error
- *		The error for a policy whose table has no usable index, for those
- *		who report it as one (ttl_runner(), the worker's once-only warning).
- */
-void
-ttl_purge_no_index_error(TtlPolicy *policy, int elevel)
-{
-	char	   *relname = ttl_qualified_relname(policy->relid);
-
-	ereport(elevel,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("table %s has no usable btree index on column \"%s\"",
-					relname ? relname : "?", policy->column_name),
-			 errdetail("Its expired rows are not deleted until there is one."),
-			 errhint("Call ttl_create_index() again to create the index.")));
-}
-
-/* a batch of this process is running (ttl_purge_active) */
+/* a batch of this process is running (ttl_batch_active) */
 static bool InBatch = false;
 
+/* most index entries a scan reads, 0: no bound (ttl_batch_set_entry_limit) */
+static int	EntryLimit = 0;
+
 /*
- * ttl_purge_active
+ * ttl_batch_active
  *		Whether a batch of this process is running: user code it runs is
  *		calling back.
  */
 bool
-ttl_purge_active(void)
+ttl_batch_active(void)
 {
 	return InBatch;
 }
 
 /* ----------
- * Passes
+ * The resume position
  * ----------
  */
 
 /*
- * ttl_pass_begin
- *		Start a pass: fix its cutoff time.  Its targets are listed at its
- *		first batch (ttl_pass_list), which takes over the resolution of the
- *		targets the previous pass had (if given) and ends it.  Reads no
- *		catalog: no transaction needed.
- */
-TtlPass *
-ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
-			   TimestampTz now, int32 row_limit, MemoryContext parent)
-{
-	MemoryContext cxt = AllocSetContextCreate(parent, "ttl_index pass",
-											  ALLOCSET_SMALL_SIZES);
-	TtlPass    *pass = MemoryContextAllocZero(cxt, sizeof(TtlPass));
-
-	pass->cxt = cxt;
-	pass->rowscxt = AllocSetContextCreate(cxt, "ttl_index batch rows",
-										  ALLOCSET_DEFAULT_SIZES);
-	pass->now = now;
-	pass->held = held;
-	pass->previous = previous;
-	pass->row_limit = row_limit > 0 ? row_limit : TTL_FIRST_BATCH_ROWS;
-	pass->writes_at_start = ttl_writes_count(MyDatabaseId, policy->relid);
-	pass->xid_at_start = ReadNextTransactionId();
-	/* a worker's decision on compressing its full-page images (wal.c) */
-	if (previous != NULL)
-		pass->wal = previous->wal;
-	return pass;
-}
-
-/*
- * ttl_pass_list
- *		List the pass's targets, each with its write counter as the pass
- *		starts on it, keeping the resolution the previous pass had made of
- *		the same tables.
- */
-static void
-ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
-{
-	TtlPass    *previous = pass->previous;
-	ListCell   *lc;
-
-	/* once a pass, not once a batch: a table made a reference table since */
-	ttl_citus_refuse(policy->relid, true);
-	pass->targets = ttl_targets_list(policy, pass->cxt);
-	pass->listed = true;
-	foreach(lc, pass->targets)
-	{
-		TtlTarget  *t = (TtlTarget *) lfirst(lc);
-		ListCell   *lc2;
-
-		t->writes_at_start = ttl_writes_count(MyDatabaseId, t->relid);
-		if (previous == NULL)
-			continue;
-		foreach(lc2, previous->targets)
-		{
-			TtlTarget  *old = (TtlTarget *) lfirst(lc2);
-
-			if (old->relid != t->relid || old->only != t->only ||
-				old->resolved_gen == 0 || old->cxt == NULL)
-				continue;
-			/* take over its resolution, memory and all */
-			MemoryContextDelete(t->cxt);
-			MemoryContextDelete(t->skipcxt);
-			MemoryContextSetParent(old->cxt, pass->cxt);
-			MemoryContextSetParent(old->skipcxt, pass->cxt);
-			memcpy(t, old, offsetof(TtlTarget, writes_at_start));
-			old->cxt = NULL;
-			break;
-		}
-	}
-	pass->previous = NULL;
-	ttl_pass_end(previous);
-}
-
-/*
- * ttl_pass_end
- *		Free a pass and everything it holds.
+ * ttl_batch_resume_from
+ *		Set the position the next batch of the target resumes from, across
+ *		transactions (in the pass's memory): every entry of key, the first
+ *		included.  A drain's slices start so (drain.c).
  */
 void
-ttl_pass_end(TtlPass *pass)
+ttl_batch_resume_from(TtlPass *pass, TtlTarget *t, Datum key)
 {
-	if (pass == NULL)
-		return;
-	ttl_pass_end(pass->previous);
-	/* helpers on its backlog stop after their batch in hand */
-	if (pass->job_id != 0)
-	{
-		int64		left;
-		int64		skipped;
-
-		(void) ttl_parallel_end(pass->job_id, &left, &skipped);
-	}
-	MemoryContextDelete(pass->cxt);
+	ttl_batch_resume_at(pass, t, key, NULL, 0);
 }
 
 /*
- * ttl_set_resume
- *		Remember the key the next batch of the target resumes from, across
- *		transactions (in the pass's memory): every entry of that key.
- */
-static void
-ttl_set_resume(TtlPass *pass, TtlTarget *t, Datum key)
-{
-	ttl_set_resume_at(pass, t, key, NULL, 0);
-}
-
-/*
- * ttl_set_resume_at
+ * ttl_batch_resume_at
  *		Remember where the next batch resumes: past the entry of key at tid,
  *		the dups-th entry of that key the pass read (see ttl_batch_scan);
  *		with no tid, at the first entry of key.
  */
 static void
-ttl_set_resume_at(TtlPass *pass, TtlTarget *t, Datum key, ItemPointer tid,
-				  int64 dups)
+ttl_batch_resume_at(TtlPass *pass, TtlTarget *t, Datum key, ItemPointer tid,
+					int64 dups)
 {
 	if (tid != NULL)
 		ItemPointerCopy(tid, &t->resume_tid);
@@ -331,12 +225,12 @@ ttl_set_resume_at(TtlPass *pass, TtlTarget *t, Datum key, ItemPointer tid,
 static bool ConstraintsImmediate = true;
 
 /*
- * ttl_purge_constraints_immediate
+ * ttl_batch_set_constraints_immediate
  *		Whether batches set their constraints immediate (see below);
  *		ttl_runner() says so as it starts, from its caller's state.
  */
 void
-ttl_purge_constraints_immediate(bool on)
+ttl_batch_set_constraints_immediate(bool on)
 {
 	ConstraintsImmediate = on;
 }
@@ -414,7 +308,7 @@ ttl_batch_begin(TtlBatch *b)
 				 errmsg("\"%s\" is not an ordinary heap table",
 						RelationGetRelationName(b->rel))));
 
-	b->errcallback.callback = ttl_purge_errcontext;
+	b->errcallback.callback = ttl_batch_errcontext;
 	b->errcallback.arg = b;
 	b->errcallback.previous = error_context_stack;
 	error_context_stack = &b->errcallback;
@@ -1153,6 +1047,12 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		if (!dead && t->skip.tracking)
 			ttl_skip_stop(t);
 
+		/* the engine's tests bound a batch by entries read, not by time */
+		if (EntryLimit > 0 && seen >= EntryLimit)
+		{
+			stopped = true;
+			break;
+		}
 		if (seen % TTL_CLOCK_EVERY == 0)
 		{
 			instr_time	elapsed;
@@ -1184,6 +1084,40 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	return stopped;
 }
 
+#ifdef USE_ASSERT_CHECKING
+/*
+ * ttl_batch_moves_on
+ *		For Asserts: whether the entry of key at tid, the last a batch read
+ *		past where it resumed, is past the target's resume position (a
+ *		position never goes back within a pass), and below the slice's stop
+ *		key when the target is a slice (a slice never reaches past its end,
+ *		whoever moved it down).
+ */
+static bool
+ttl_batch_moves_on(TtlBatch *b, Datum key, ItemPointer tid)
+{
+	TtlTarget  *t = b->target;
+	FmgrInfo   *cmp = index_getprocinfo(b->irel, 1, BTORDER_PROC);
+	Oid			collation = b->irel->rd_indcollation[0];
+	int32		c;
+	bool		by_tid;
+	bool		allequalimage;
+
+	if (t->have_stop &&
+		DatumGetInt32(FunctionCall2Coll(cmp, collation, key, t->stop_key)) >= 0)
+		return false;
+	if (!t->have_resume)
+		return true;
+	c = DatumGetInt32(FunctionCall2Coll(cmp, collation, key, t->resume_key));
+	if (c != 0)
+		return c > 0;
+	/* the same key: past the resume entry, where equal keys are in TID order */
+	_bt_metaversion(b->irel, &by_tid, &allequalimage);
+	return !by_tid || !ItemPointerIsValid(&t->resume_tid) ||
+		ItemPointerCompare(tid, &t->resume_tid) > 0;
+}
+#endif
+
 /*
  * ttl_batch_finish
  *		Where the next batch resumes, or, at the end of the target, when its
@@ -1202,7 +1136,10 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 	if (stopped && !end->advanced)
 		outcome = TTL_BATCH_DONE;
 	if (end->have_last && end->advanced)
-		ttl_set_resume_at(pass, t, end->last_key, &end->last_tid, end->dups);
+	{
+		Assert(ttl_batch_moves_on(b, end->last_key, &end->last_tid));
+		ttl_batch_resume_at(pass, t, end->last_key, &end->last_tid, end->dups);
+	}
 	if (outcome != TTL_BATCH_DONE)
 		return outcome;
 
@@ -1260,13 +1197,13 @@ ttl_batch_adapt(TtlBatch *b, TtlBatchResult *result, int64 rows)
 }
 
 /*
- * ttl_purge_target_batch
+ * ttl_batch_one
  *		One batch on one target: a retried group of rows if it has one, else
  *		the scan.
  */
 static TtlBatchOutcome
-ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
-					   TtlBatchResult *result)
+ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
+			  TtlBatchResult *result)
 {
 	TtlBatch	b;
 	TtlBatchOutcome outcome;
@@ -1311,7 +1248,7 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 		else
 		{
 			t->sweep = false;
-			ttl_set_resume(pass, t, b.cutoff.bound);
+			ttl_batch_resume_from(pass, t, b.cutoff.bound);
 			outcome = TTL_BATCH_MORE;
 		}
 		ttl_batch_end(&b);
@@ -1339,20 +1276,19 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 		ttl_skip_forget(t);
 	}
 
-	/*
-	 * A second full batch in a pass: a backlog worth sharing with helpers
-	 * from here to the cutoff (the worker decides, helper.c).  On a
-	 * scattered target, a third: the second full batch is the sweep's to
-	 * take (above), and a slice cannot be swept.  Waiting for a third
-	 * batch everywhere cost a short drain of slow rows (TOASTed, 80,000
-	 * rows in 0.6 s) a third of its time before the helper came.
-	 */
-	if (outcome == TTL_BATCH_MORE && end.have_last && t->keybyval && !t->parallel &&
-		!t->have_stop && !t->sweep && result->deleted > 0 && pass->job_id == 0 &&
-		pass->pass_batches >= (t->scattered && t->ttl_attnum == 0 ? 2 : 1))
+	/* the last key read, for the caller until the next batch (drain.c) */
+	if (end.have_last && outcome == TTL_BATCH_MORE)
 	{
-		pass->split = t;
-		pass->split_from = end.last_key;
+		result->have_last = true;
+		if (t->keybyval)
+			result->last_key = end.last_key;
+		else
+		{
+			MemoryContext old = MemoryContextSwitchTo(pass->rowscxt);
+
+			result->last_key = datumCopy(end.last_key, false, t->keylen);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	ttl_batch_end(&b);
 	MemoryContextDelete(keycxt);
@@ -1361,22 +1297,33 @@ ttl_purge_target_batch(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 }
 
 /*
- * ttl_purge_target
- *		ttl_purge_target_batch, with the target recorded while it runs (an
- *		error it raises is that table's: ttl_pass_isolate), and the batch
- *		known to be running (ttl_purge_active).
+ * ttl_batch_run
+ *		One batch on target t of the pass: from the target's resume position
+ *		(else past its known-dead prefix, else the index's start) to its
+ *		stop key when it has one (a slice, drain.c), never past the pass's
+ *		cutoff.  Adds to *result what it did (see the top of the file);
+ *		returns the outcome.  Must be called inside a transaction, with the
+ *		pass's rows context emptied since the last batch.  While it runs,
+ *		the target is recorded (an error it raises is that table's:
+ *		ttl_pass_isolate) and the batch known to be running
+ *		(ttl_batch_active).
  */
-static TtlBatchOutcome
-ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
-				 TtlBatchResult *result)
+TtlBatchOutcome
+ttl_batch_run(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
+			  TtlBatchResult *result)
 {
 	volatile TtlBatchOutcome outcome = TTL_BATCH_MORE;
 
+	Assert(IsTransactionState());
+	/* no batch inside a batch: user code calling ttl_runner() is refused */
+	Assert(!InBatch);
+	/* a stop key only in a slice of a shared drain */
+	Assert(!t->have_stop || t->parallel);
 	pass->failing_target = t;
 	InBatch = true;
 	PG_TRY();
 	{
-		outcome = ttl_purge_target_batch(policy, pass, t, result);
+		outcome = ttl_batch_one(policy, pass, t, result);
 	}
 	PG_FINALLY();
 	{
@@ -1387,609 +1334,27 @@ ttl_purge_target(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	return outcome;
 }
 
-/* ----------
- * Sharing a target with helpers (helper.c, parallel.c)
- * ----------
- */
-
 /*
- * ttl_pass_job_tables
- *		The tables a job over the pass's split would share (parallel.c): the
- *		target in hand (split), then those after it in the pass's list, up to the
- *		first scattered one (a slice is drained in key order, and a
- *		scattered table is better swept by the worker alone).  Returns how
- *		many.
- */
-int
-ttl_pass_job_tables(TtlPass *pass, TtlTarget *split, TtlJobTarget *tables)
-{
-	int			n = 0;
-
-	/* the split is offered by the batch on the target in hand */
-	Assert(list_nth(pass->targets, pass->current) == split);
-	for (int i = pass->current; i < list_length(pass->targets) &&
-		 n < TTL_MAX_JOB_TARGETS; i++)
-	{
-		TtlTarget  *t = (TtlTarget *) list_nth(pass->targets, i);
-
-		if (n > 0 && (t->scattered || t->retry != NIL ||
-					  ttl_held_table_skip(pass->held, t->relid, GetCurrentTimestamp())))
-			break;
-		tables[n].relid = t->relid;
-		tables[n].only = t->only;
-		tables[n].shard = t->shard;
-		n++;
-	}
-	return n;
-}
-
-/*
- * ttl_pass_set_parallel
- *		Job job_id is posted over the pass's first ntables targets from the
- *		one in hand on, up to the ordinal hi (the cutoff): the lead's
- *		batches take slices of them from now on.  The known-dead prefix of
- *		the target in hand goes on through the lead's first slice
- *		(contiguous with it) and ends there; the next pass extends it over
- *		the others' ranges as it walks them.
+ * ttl_batch_set_entry_limit
+ *		Bound each scan to n index entries read past where it resumed (0:
+ *		none), as the time limit would: for the engine's tests
+ *		(engine_test.c), which must not depend on how fast the machine is.
  */
 void
-ttl_pass_set_parallel(TtlPass *pass, int ntables, int64 hi, uint32 job_id)
+ttl_batch_set_entry_limit(int n)
 {
-	pass->job_id = job_id;
-	pass->job_hi = hi;
-	pass->job_first = pass->current;
-	pass->job_ntargets = ntables;
-	pass->job_handled = 0;
-	pass->job_cur = NULL;
-	pass->job_walk = NULL;
-	for (int i = 0; i < ntables; i++)
-	{
-		TtlTarget  *t = (TtlTarget *) list_nth(pass->targets, pass->current + i);
-
-		/*
-		 * A table the pass has not resolved yet takes the shared key's type
-		 * (by value), which its slices' keys are made of; resolving at its
-		 * first batch says the same (the tables of one policy share the
-		 * column's type).
-		 */
-		if (t->resolved_gen == 0)
-		{
-			TtlTarget  *first = (TtlTarget *) list_nth(pass->targets, pass->current);
-
-			t->keytype = first->keytype;
-			t->keybyval = true;
-			t->keylen = sizeof(Datum);
-		}
-		t->parallel = true;
-		t->have_stop = false;
-		pass->job_targets[i] = t;
-	}
+	EntryLimit = n;
 }
 
 /*
- * ttl_pass_job_over
- *		The lead's job ended, every slice done, or cancelled (a table of it
- *		errored out of the pass in hand, or the settings changed): the
- *		helpers' rows join the pass, and the pass goes on after the job's
- *		tables.
- */
-static void
-ttl_pass_job_over(TtlPass *pass)
-{
-	int64		left;
-	int64		skipped;
-
-	pass->pass_rows += ttl_parallel_end(pass->job_id, &left, &skipped);
-	pass->pass_left += left;
-	/* rows a helper found locked: the pass is not caught up */
-	pass->pass_skipped_locked += skipped;
-	pass->job_id = 0;
-	for (int i = 0; i < pass->job_ntargets; i++)
-	{
-		pass->job_targets[i]->parallel = false;
-		pass->job_targets[i]->have_stop = false;
-	}
-	pass->current = pass->job_first + pass->job_ntargets;
-	pass->job_ntargets = 0;
-	pass->job_cur = NULL;
-	pass->job_walk = NULL;
-}
-
-/*
- * ttl_pass_job_next
- *		The lead's next batch in its job: on the table it ends, else on the
- *		slice in hand, else on a drained table to end, else on a slice it
- *		claims.  Returns NULL with *wait when every slice left is a
- *		helper's, and NULL without when the job is over.
- *
- * A drained table ends with one batch from the job's end (the cutoff),
- * which finds nothing and reads when the table's next row expires.  Its
- * known-dead prefix ends where the lead's own contiguous slices ended: the
- * next pass walks from there over the helpers' dead entries, as a pass's
- * start does after any drain, extending the prefix, and deletes a row
- * inserted meanwhile with a key below this pass's cutoff.  Walking them
- * here instead (a heap visit per dead entry) took the CPU the helpers
- * drained with, and delayed the pass's end by a walk per table.  A table
- * the job ended under (the lead's database being dropped) is walked from
- * its prefix, which deletes what may be left.
- */
-static TtlTarget *
-ttl_pass_job_next(TtlPass *pass, bool *wait)
-{
-	TtlClaim	claim;
-	int			i;
-	int			outcome;
-
-	*wait = false;
-	if (pass->job_walk != NULL)
-		return pass->job_walk;
-	if (pass->job_cur != NULL)
-		return pass->job_cur;
-
-	while ((i = ttl_parallel_finished(pass->job_handled, &outcome)) >= 0)
-	{
-		TtlTarget  *t = pass->job_targets[i];
-
-		pass->job_handled |= (uint32) 1 << i;
-		t->parallel = false;
-		t->have_stop = false;
-		if (outcome == TTL_BATCH_LOCKED)
-			pass->skipped_locked = true;
-		else if (outcome == TTL_BATCH_NO_INDEX)
-			pass->missing_index = true;
-		else if (outcome == TTL_BATCH_MORE)
-		{
-			/* drained: from the job's end, which reads the next expiry */
-			ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, pass->job_hi));
-			pass->job_walk = t;
-			return t;
-		}
-	}
-
-	i = ttl_parallel_claim(&claim);
-	if (i >= 0)
-	{
-		TtlTarget  *t = pass->job_targets[claim.target];
-		int64		at;
-
-		/*
-		 * The known-dead prefix goes on only through a slice that starts
-		 * where the lead stood, or from the index's start (past the
-		 * prefix): the others start elsewhere.
-		 */
-		if (claim.from_start)
-			t->have_resume = false;
-		else
-		{
-			if (t->skip.tracking &&
-				!(t->have_resume && ttl_key_ordinal(t->keytype, t->resume_key, &at) &&
-				  at == claim.from))
-				ttl_skip_forget(t);
-			ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, claim.from));
-		}
-		t->slice = i;
-		t->have_stop = true;
-		t->stop_key = ttl_key_from_ordinal(t->keytype, claim.hi);
-		pass->job_cur = t;
-		return t;
-	}
-	if (i == TTL_CLAIM_BUSY)
-	{
-		*wait = true;
-		return NULL;
-	}
-
-	/* a helper finished a table's last slice since the look above */
-	if (ttl_parallel_finished(pass->job_handled, &outcome) >= 0)
-		return ttl_pass_job_next(pass, wait);
-
-	/*
-	 * Every slice done, or the job ended under the lead (its database is
-	 * being dropped): a table not looked at yet is walked from its prefix,
-	 * which deletes what may be left of it.
-	 */
-	for (i = 0; i < pass->job_ntargets; i++)
-	{
-		TtlTarget  *t = pass->job_targets[i];
-
-		if ((pass->job_handled & ((uint32) 1 << i)) != 0)
-			continue;
-		pass->job_handled |= (uint32) 1 << i;
-		t->parallel = false;
-		t->have_stop = false;
-		t->have_resume = false;
-		pass->job_walk = t;
-		return t;
-	}
-	ttl_pass_job_over(pass);
-	return NULL;
-}
-
-/*
- * ttl_pass_slice_done
- *		After a batch in a slice (the lead's or a helper's): record the
- *		progress others may halve from, or at the slice's end release it,
- *		or give its table up when the table is locked, gone or without its
- *		index.  Returns whether the slice is still in hand.
- */
-static bool
-ttl_pass_slice_done(TtlTarget *t, TtlBatchOutcome outcome, TtlBatchResult *result,
-					bool helper)
-{
-	int64		cur = 0;
-	bool		have_cur;
-
-	have_cur = outcome == TTL_BATCH_MORE && t->have_resume &&
-		ttl_key_ordinal(t->keytype, t->resume_key, &cur);
-	ttl_parallel_progress(t->slice, have_cur, cur, helper ? result->deleted : 0,
-						  helper ? result->left : 0,
-						  helper ? result->skipped_locked : 0);
-	if (outcome == TTL_BATCH_MORE)
-		return true;
-	if (outcome == TTL_BATCH_DONE)
-		ttl_parallel_release(t->slice, true);
-	else
-		ttl_parallel_give_up(t->slice, outcome);
-	t->have_stop = false;
-	return false;
-}
-
-/*
- * ttl_pass_for_helper
- *		A helper's pass: its lead's, on the tables they share (made as the
- *		helper claims slices of them), with a held set of its own.
- */
-TtlPass *
-ttl_pass_for_helper(TtlPolicy *policy, TtlJobInfo *info, MemoryContext parent)
-{
-	TtlPass    *pass = ttl_pass_begin(policy, NULL, ttl_held_create(parent),
-									  info->pass_now, 0, parent);
-
-	pass->job_keytype = info->keytype;
-	pass->listed = true;
-	pass->drops_done = true;
-	return pass;
-}
-
-/*
- * ttl_pass_set_slice
- *		A helper's next slice, as claimed (parallel.c).
+ * ttl_batch_set_active
+ *		Mark a batch of this process as running (ttl_batch_active) around
+ *		work that is not a batch of this file's but runs the owner's code
+ *		the same way: a pass's whole-partition drops (pass.c).
  */
 void
-ttl_pass_set_slice(TtlPass *pass, int slice, TtlClaim *claim)
+ttl_batch_set_active(bool on)
 {
-	TtlTarget  *t = pass->job_targets[claim->target];
-
-	if (t == NULL)
-	{
-		t = ttl_target_create(claim->table.relid, claim->table.only, pass->cxt);
-		t->shard = claim->table.shard;
-		/* the shared key's type (by value); resolving says the same */
-		t->keytype = pass->job_keytype;
-		t->keybyval = true;
-		t->keylen = sizeof(Datum);
-		t->parallel = true;
-		pass->job_targets[claim->target] = t;
-		pass->targets = lappend(pass->targets, t);
-	}
-	t->slice = slice;
-	t->have_stop = true;
-	t->stop_key = ttl_key_from_ordinal(t->keytype, claim->hi);
-	if (claim->from_start)
-		t->have_resume = false;
-	else
-		ttl_set_resume(pass, t, ttl_key_from_ordinal(t->keytype, claim->from));
-	pass->job_cur = t;
-}
-
-/*
- * ttl_pass_slice_refresh
- *		Before a batch in a slice: its end, which another process may have
- *		moved down by taking the upper half (parallel.c).
- */
-void
-ttl_pass_slice_refresh(TtlPass *pass)
-{
-	TtlTarget  *t = pass->job_cur;
-	int64		hi;
-
-	if (t != NULL && t->have_stop && ttl_parallel_slice_end(t->slice, &hi))
-		t->stop_key = ttl_key_from_ordinal(t->keytype, hi);
-}
-
-/*
- * ttl_purge_slice
- *		One batch of a helper in its slice, its progress recorded: whether
- *		the slice is still in hand (else it is released, done, or its table
- *		given up).  Must be called inside a transaction; the recording is
- *		for after its commit (ttl_pass_slice_after).
- */
-TtlBatchOutcome
-ttl_purge_slice(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
-{
-	TtlTarget  *t = pass->job_cur;
-
-	memset(result, 0, sizeof(TtlBatchResult));
-	/* what the last batch collected, kept until now for ttl_pass_isolate */
-	MemoryContextReset(pass->rowscxt);
-	PreventCommandIfReadOnly("DELETE");
-	result->outcome = ttl_purge_target(policy, pass, t, result);
-	pass->pass_rows += result->deleted;
-	pass->pass_batches++;
-	return result->outcome;
-}
-
-/*
- * ttl_pass_slice_after
- *		After a helper's batch committed: its progress, its rows, and the
- *		slice released or its table given up at the end.  Returns whether
- *		the slice is still in hand.
- */
-bool
-ttl_pass_slice_after(TtlPass *pass, TtlBatchResult *result)
-{
-	TtlTarget  *t = pass->job_cur;
-
-	if (ttl_pass_slice_done(t, result->outcome, result, true))
-		return true;
-	pass->job_cur = NULL;
-	return false;
-}
-
-/*
- * ttl_pass_slice_abandon
- *		A helper leaves with its slice in hand: it goes back, part done.
- */
-void
-ttl_pass_slice_abandon(TtlPass *pass)
-{
-	if (pass->job_cur != NULL && pass->job_cur->have_stop)
-		ttl_parallel_release(pass->job_cur->slice, false);
-	if (pass->job_cur != NULL)
-		pass->job_cur->have_stop = false;
-	pass->job_cur = NULL;
-}
-
-/*
- * ttl_purge_batch
- *		Run one batch of a policy's pass (see the top of the file).  Must be
- *		called inside a transaction.
- */
-void
-ttl_purge_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
-{
-	memset(result, 0, sizeof(TtlBatchResult));
-	pass->failing_relid = InvalidOid;
-	pass->failing_target = NULL;
-	/* what the last batch collected, kept until now for ttl_pass_isolate */
-	MemoryContextReset(pass->rowscxt);
-
-	/* the direct path bypasses the executor's check of this */
-	PreventCommandIfReadOnly("DELETE");
-	if (!pass->listed)
-		ttl_pass_list(policy, pass);
-
-	if (!pass->drops_done)
-	{
-		pass->drops_done = true;
-		/* a distributed table's partitions are the coordinator's to drop */
-		if (get_rel_relkind(policy->relid) == RELKIND_PARTITIONED_TABLE &&
-			ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
-		{
-			instr_time	start;
-			instr_time	elapsed;
-			TtlOwnerSave save;
-
-			INSTR_TIME_SET_CURRENT(start);
-			ttl_owner_enter(ttl_table_owner(policy->relid), &save);
-			InBatch = true;
-			PG_TRY();
-			{
-				result->partitions_dropped = ttl_partition_drop_expired(policy, pass->now);
-			}
-			PG_FINALLY();
-			{
-				InBatch = false;
-			}
-			PG_END_TRY();
-			ttl_owner_leave(&save);
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, start);
-			result->elapsed_ms = INSTR_TIME_GET_MILLISEC(elapsed);
-			if (result->partitions_dropped > 0)
-			{
-				result->outcome = TTL_BATCH_MORE;
-				pass->pass_batches++;
-				return;
-			}
-			/* nothing dropped: go on to the rows in the same transaction */
-		}
-	}
-
-	for (;;)
-	{
-		TtlTarget  *t;
-		TtlBatchOutcome outcome;
-
-		if (pass->current >= list_length(pass->targets))
-		{
-			/* every target done (or skipped) */
-			result->outcome = pass->skipped_locked ? TTL_BATCH_LOCKED :
-				pass->missing_index ? TTL_BATCH_NO_INDEX : TTL_BATCH_DONE;
-			if (pass->targets == NIL && !ttl_targets_may_be_none(policy))
-				result->outcome = TTL_BATCH_GONE;
-			break;
-		}
-		if (pass->job_id != 0)
-		{
-			bool		wait;
-
-			/* sharing the pass's tables with helpers */
-			t = ttl_pass_job_next(pass, &wait);
-			if (wait)
-			{
-				/* every free slice is taken: the worker waits for its helpers */
-				pass->waiting_helpers = true;
-				result->outcome = TTL_BATCH_MORE;
-				break;
-			}
-			if (t != NULL)
-			{
-				if (t->have_stop)
-					ttl_pass_slice_refresh(pass);
-				outcome = ttl_purge_target(policy, pass, t, result);
-				if (t == pass->job_walk)
-				{
-					if (outcome == TTL_BATCH_LOCKED)
-						pass->skipped_locked = true;
-					else if (outcome == TTL_BATCH_NO_INDEX)
-						pass->missing_index = true;
-					if (outcome != TTL_BATCH_MORE)
-						pass->job_walk = NULL;
-				}
-				else if (!ttl_pass_slice_done(t, outcome, result, false))
-					pass->job_cur = NULL;
-				result->outcome = TTL_BATCH_MORE;
-				break;
-			}
-			/* the job is over: the tables after it */
-			continue;
-		}
-		t = (TtlTarget *) list_nth(pass->targets, pass->current);
-		if (ttl_held_table_skip(pass->held, t->relid, GetCurrentTimestamp()))
-		{
-			/* it failed on its own lately: the others go on meanwhile */
-			pass->held_tables++;
-			pass->current++;
-			continue;
-		}
-		outcome = ttl_purge_target(policy, pass, t, result);
-		if (outcome == TTL_BATCH_MORE)
-		{
-			result->outcome = TTL_BATCH_MORE;
-			break;
-		}
-
-		/* this target is done, gone, locked or without index: the next */
-		if (outcome == TTL_BATCH_LOCKED)
-			pass->skipped_locked = true;
-		else if (outcome == TTL_BATCH_NO_INDEX)
-			pass->missing_index = true;
-		pass->current++;
-		if ((result->deleted > 0 || result->skipped_locked > 0 || result->left > 0) &&
-			pass->current < list_length(pass->targets))
-		{
-			/* the batch did work: the next target gets the next batch */
-			result->outcome = TTL_BATCH_MORE;
-			break;
-		}
-		/* an empty, locked or gone target: try the next one in this batch */
-	}
-
-	pass->pass_rows += result->deleted;
-	pass->pass_batches++;
-	pass->pass_skipped_locked += result->skipped_locked;
-	pass->pass_left += result->left;
-}
-
-/*
- * ttl_pass_hold_target
- *		A batch failed for a reason that is not some rows' it can find: the
- *		table's, when the batch was on one of several tables in hand outside
- *		a shared job.  That table is held (held.c), and the pass goes on
- *		with the next.  Returns false when that is not the case: the failure
- *		is the policy's.
- */
-static bool
-ttl_pass_hold_target(TtlPass *pass, TtlTarget *failing, int sqlerrcode,
-					 TimestampTz now, TtlTarget **held_table)
-{
-	if (failing == NULL || ttl_error_is_cancel(sqlerrcode) ||
-		pass->job_id != 0 || list_length(pass->targets) < 2 ||
-		pass->current >= list_length(pass->targets) ||
-		list_nth(pass->targets, pass->current) != failing)
-		return false;
-	ttl_held_add_table(pass->held, failing->relid, now);
-	*held_table = failing;
-	failing->retry = NIL;
-	pass->current++;
-	return true;
-}
-
-/*
- * ttl_pass_isolate
- *		After a batch failed with an error that may be some rows' (held.c):
- *		retry the rows of its statement in two halves, each a batch of its
- *		own, or hold the single row it failed on (that of the filter, or the
- *		only row of the statement).  Returns false when there is nothing to
- *		isolate, or the held set is full: the failure is the policy's.
- *		*held_one says whether a row was held.  A failure that is not some
- *		rows' holds the table the batch was on instead, when the pass has
- *		others (*held_table: that target).
- */
-bool
-ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
-				 int sqlerrcode, bool *held_one, TtlTarget **held_table)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	ListCell   *lc;
-	TtlTarget  *t = NULL;
-	TtlTarget  *failing = pass->failing_target;
-	MemoryContext old;
-
-	*held_one = false;
-	*held_table = NULL;
-	pass->failing_target = NULL;
-	if (!ttl_error_row_related(sqlerrcode))
-		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
-
-	/* the filter failed on a row */
-	if (OidIsValid(pass->failing_relid))
-	{
-		Oid			relid = pass->failing_relid;
-
-		pass->failing_relid = InvalidOid;
-		*held_one = true;
-		return ttl_held_add(pass->held, relid, &pass->failing_tid,
-							pass->failing_xmin, now);
-	}
-	if (failed->ntids <= 0 || failed->tids == NULL)
-		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
-
-	foreach(lc, pass->targets)
-	{
-		if (((TtlTarget *) lfirst(lc))->relid == failed->tids_relid)
-			t = (TtlTarget *) lfirst(lc);
-	}
-	if (t == NULL)
-		return false;
-
-	if (failed->ntids == 1)
-	{
-		*held_one = true;
-		return ttl_held_add(pass->held, t->relid, &failed->tids[0],
-							failed->xmins[0], now);
-	}
-
-	/* two halves, the first retried first; the list lives with the pass */
-	old = MemoryContextSwitchTo(pass->cxt);
-	for (int half = 1; half >= 0; half--)
-	{
-		int			from = half == 0 ? 0 : failed->ntids / 2;
-		int			n = half == 0 ? failed->ntids / 2 : failed->ntids - failed->ntids / 2;
-		TtlTidGroup *g = MemoryContextAlloc(pass->cxt, sizeof(TtlTidGroup));
-
-		g->n = n;
-		g->tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * n);
-		g->xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * n);
-		memcpy(g->tids, failed->tids + from, sizeof(ItemPointerData) * n);
-		memcpy(g->xmins, failed->xmins + from, sizeof(TransactionId) * n);
-		t->retry = lcons(g, t->retry);
-	}
-	MemoryContextSwitchTo(old);
-	pfree(failed->tids);
-	pfree(failed->xmins);
-	failed->tids = NULL;
-	failed->xmins = NULL;
-	return true;
+	Assert(InBatch != on);
+	InBatch = on;
 }

@@ -84,6 +84,10 @@ sub indexes
 {
 	my ($pattern, @nodes) = @_;
 	my $n = 0;
+
+	# a shard placement a move left behind keeps its indexes until Citus's
+	# deferred cleanup drops it: run that now, not at the daemon's leisure
+	$coord->safe_psql($db, 'CALL citus_cleanup_orphaned_resources()');
 	for my $node (@nodes ? @nodes : ($coord, @workers))
 	{
 		$n += $node->safe_psql($db,

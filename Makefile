@@ -19,6 +19,7 @@ OBJS = \
 	src/citus_nodes.o \
 	src/drain.o \
 	src/engine_test.o \
+	src/errors.o \
 	src/expiry.o \
 	src/extension.o \
 	src/filter.o \
@@ -35,7 +36,6 @@ OBJS = \
 	src/pass.o \
 	src/probe.o \
 	src/replicas.o \
-	src/report.o \
 	src/runner.o \
 	src/settings.o \
 	src/shmem.o \

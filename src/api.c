@@ -1270,7 +1270,7 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 		}
 		PG_CATCH();
 		{
-			edata = ttl_subxact_catch(cxt, owner);
+			edata = ttl_error_catch_subxact(cxt, owner);
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(cxt);

@@ -192,6 +192,8 @@ ttl_regprocedure_lookup(const char *signature)
 	return DatumGetObjectId(result);
 }
 #else
+extern ErrorData *ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner);
+
 static inline Oid
 ttl_regprocedure_lookup(const char *signature)
 {
@@ -211,14 +213,9 @@ ttl_regprocedure_lookup(const char *signature)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		/* a cancel or a shutdown is thrown again (errors.c) */
+		ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
 		if (edata->sqlerrcode != ERRCODE_UNDEFINED_FUNCTION &&
 			edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT &&
 			edata->sqlerrcode != ERRCODE_INVALID_SCHEMA_NAME &&

@@ -25,7 +25,7 @@
  * triggers, is taken to be about the rows.
  *
  * The callers catch such failures in internal subtransactions;
- * ttl_subxact_catch() is the one way they do it, so that a cancel or a
+ * ttl_error_catch_subxact() is the one way they do it, so that a cancel or a
  * shutdown request is never taken for a row's failure.
  *
  * A whole table can be held too: on a policy over several tables
@@ -81,12 +81,12 @@ struct TtlHeld
 };
 
 /*
- * ttl_error_row_related
+ * ttl_held_error_row_related
  *		Whether an error may be caused by some rows of a batch, rather than
  *		by the table, the server or the session (see the top of the file).
  */
 bool
-ttl_error_row_related(int sqlerrcode)
+ttl_held_error_row_related(int sqlerrcode)
 {
 	switch (ERRCODE_TO_CATEGORY(sqlerrcode))
 	{
@@ -107,41 +107,6 @@ ttl_error_row_related(int sqlerrcode)
 		default:
 			return true;
 	}
-}
-
-/*
- * ttl_error_is_cancel
- *		Whether an error is a query cancel or a shutdown request, which must
- *		reach the caller whatever catches it.
- */
-bool
-ttl_error_is_cancel(int sqlerrcode)
-{
-	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION;
-}
-
-/*
- * ttl_subxact_catch
- *		For the PG_CATCH block of an internal subtransaction: copies the
- *		error into cxt, rolls the subtransaction back, and leaves cxt as the
- *		current memory context and owner as the resource owner.  A cancel
- *		or a shutdown request is thrown again; any other error is returned,
- *		the caller's to report and free.
- */
-ErrorData *
-ttl_subxact_catch(MemoryContext cxt, ResourceOwner owner)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	if (ttl_error_is_cancel(edata->sqlerrcode))
-		ReThrowError(edata);
-	return edata;
 }
 
 /*

@@ -130,7 +130,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	}
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	ttl_batch_wal_mode(policy, pass);
+	ttl_wal_batch_mode(policy, pass);
 	/* bounded as the worker's batches are (timeout.c) */
 	ttl_timeout_batch_start();
 	PG_TRY();
@@ -138,7 +138,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
 		outcome = ttl_drain_helper_batch(policy, pass, result);
 		if (result->flush)
-			ttl_batch_wal_flush();
+			ttl_wal_batch_flush();
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -150,7 +150,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ttl_report_error(edata, LOG,
+		ttl_error_log(edata, LOG,
 						 "ttl_index helper: a batch of policy %d failed (SQLSTATE %s)%s; the worker takes its rows over",
 						 policy->id, unpack_sql_state(edata->sqlerrcode),
 						 ttl_timeout_fired() ? ": it ran past ttl_index.batch_timeout" : "");
@@ -162,7 +162,7 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	ttl_origin_batch_end();
 	ttl_owner_release_session_locks();
 	if (outcome >= 0)
-		ttl_batch_wal_learn(policy, pass, result->deleted);
+		ttl_wal_batch_learn(policy, pass, result->deleted);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return outcome;
 }

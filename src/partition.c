@@ -203,7 +203,7 @@ ttl_partition_drop(Oid child)
 	PG_CATCH();
 	{
 		/* a cancel or a shutdown is not the drop's failure: rethrown */
-		ErrorData  *edata = ttl_subxact_catch(cxt, owner);
+		ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
 
 		/* once per partition, not at every pass */
 		ereport(child == last_logged ? DEBUG1 : LOG,

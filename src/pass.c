@@ -328,7 +328,7 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 	*held_one = false;
 	*held_table = NULL;
 	pass->failing_target = NULL;
-	if (!ttl_error_row_related(sqlerrcode))
+	if (!ttl_held_error_row_related(sqlerrcode))
 		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
 
 	/* the filter failed on a row */

@@ -252,7 +252,7 @@ ttl_probe_table(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 	PG_CATCH();
 	{
 		/* a cancel or a shutdown is not the filter's failure: rethrown */
-		FreeErrorData(ttl_subxact_catch(cxt, owner));
+		FreeErrorData(ttl_error_catch_subxact(cxt, owner));
 		result = TTL_PROBE_UNKNOWN;
 	}
 	PG_END_TRY();

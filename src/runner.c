@@ -138,7 +138,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			}
 			PG_CATCH();
 			{
-				ErrorData  *edata = ttl_subxact_catch(cxt, owner);
+				ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
 				bool		held_one;
 				TtlTarget  *held_table;
 

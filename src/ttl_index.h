@@ -6,13 +6,17 @@
  * One file per box of the design (docs/design.md draws them).  Calls go one
  * way, from the SQL surface and the processes down to the shared state:
  *
+ *	module		ttl_index.c  module load: settings, shared memory request,
+ *				             hooks (it calls every floor: the top)
  *	SQL surface	api.c        policy management: ttl_create_index() & co.
  *				views.c      the functions behind the monitoring views
  *				runner.c     ttl_runner(): a pass inside the caller's transaction
  *				import.c     what the importers read: a copy, a time zone
+ *				engine_test.c  the engine's test entry points (declared only
+ *				             by sql/ttl_engine.sql)
  *	processes	launcher.c   the cluster-wide launcher and its rotation
  *				worker.c     the per-database worker and its scheduler
- *				helper.c     helpers: started by a worker, draining slices
+ *				helper.c     the helper process: attach, loop over slices
  *				hooks.c      utility, executor and transaction hooks
  *	one pass	pass.c       a pass over a policy's targets, batch by batch
  *				drain.c      a backlog drained with helpers, in slices
@@ -43,8 +47,9 @@
  *				replicas.c   holding batches for a standby or a slot's consumer
  *				parallel.c   the job a worker shares with its helpers
  *				shmem.c      all shared memory and its locks
- *				settings.c   the ttl_index.* settings
- *	module		ttl_index.c  module load: shared memory request, hooks
+ *	bottom		settings.c   the ttl_index.* settings
+ *				errors.c     catching, telling and logging errors
+ *				slices.c     a shared drain's slices: cut, claim, halve
  *
  * Locking rules are described at the top of the file that owns the lock
  * (shmem.c for all shared memory).
@@ -80,6 +85,15 @@
  */
 
 #include "settings.h"
+
+/* ----------
+ * Errors: catching, telling a cancel, logging a batch's (errors.c)
+ * ----------
+ */
+extern bool ttl_error_is_cancel(int sqlerrcode);
+extern ErrorData *ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner);
+extern void ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
+			pg_attribute_printf(3, 4);
 
 /* ----------
  * One TTL policy, as read from the catalog (catalog.c)
@@ -386,13 +400,7 @@ extern bool ttl_skip_entry_dead(Relation heap, ItemPointer tid, Snapshot snapsho
  */
 typedef struct TtlHeld TtlHeld;
 
-extern bool ttl_error_row_related(int sqlerrcode);
-extern bool ttl_error_is_cancel(int sqlerrcode);
-
-/* logging a batch's error as it was raised, one context line added (report.c) */
-extern void ttl_report_error(ErrorData *edata, int elevel, const char *fmt,...)
-			pg_attribute_printf(3, 4);
-extern ErrorData *ttl_subxact_catch(MemoryContext cxt, ResourceOwner owner);
+extern bool ttl_held_error_row_related(int sqlerrcode);
 extern TtlHeld *ttl_held_create(MemoryContext cxt);
 extern bool ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid,
 						  TransactionId xmin, TimestampTz now);
@@ -559,9 +567,9 @@ extern bool ttl_timeout_killed(void);
  * The WAL of the workers' batches (wal.c)
  * ----------
  */
-extern void ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass);
-extern void ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
-extern void ttl_batch_wal_flush(void);
+extern void ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass);
+extern void ttl_wal_batch_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
+extern void ttl_wal_batch_flush(void);
 
 /* ----------
  * Whole-partition drops (partition.c)

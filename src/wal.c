@@ -19,7 +19,7 @@
  * next commit would flush our WAL, and pay for it.  A batch that ran user
  * code able to write outside the expired rows (a DELETE trigger, a DO ALSO
  * rule: an outbox row a poller may deliver before a crash undoes it) waits
- * too (ttl_batch_wal_flush), whatever the setting.
+ * too (ttl_wal_batch_flush), whatever the setting.
  *
  * Full-page images.  The first change to a page after a checkpoint logs
  * the whole page, and a drain changes every page its expired rows are on:
@@ -78,14 +78,14 @@ static const char *const ttl_wal_methods[] = {
 };
 
 /*
- * ttl_batch_wal_flush
+ * ttl_wal_batch_flush
  *		Before the commit of a batch whose user code may have written
  *		outside the expired rows (batch.c: a trigger, a DO ALSO rule): the
  *		commit waits for the flush as synchronous_commit says, as the
  *		owner's own statement's would.
  */
 void
-ttl_batch_wal_flush(void)
+ttl_wal_batch_flush(void)
 {
 	const char *value = GetConfigOptionResetString("synchronous_commit");
 
@@ -94,12 +94,12 @@ ttl_batch_wal_flush(void)
 }
 
 /*
- * ttl_batch_wal_mode
+ * ttl_wal_batch_mode
  *		At the start of a worker's or helper's batch, in its transaction:
  *		how the batch's WAL is written.
  */
 void
-ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
+ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
 {
 	static bool refused = false;
 	TtlWalTrial *w = &pass->wal;
@@ -149,12 +149,12 @@ ttl_batch_wal_mode(TtlPolicy *policy, TtlPass *pass)
 }
 
 /*
- * ttl_batch_wal_learn
+ * ttl_wal_batch_learn
  *		Once a batch committed, having deleted (or archived, or updated)
  *		rows: what its WAL says of compressing the full-page images.
  */
 void
-ttl_batch_wal_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)
+ttl_wal_batch_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)
 {
 	TtlWalTrial *w = &pass->wal;
 	int			this = w->batch_compresses ? 1 : 0;

@@ -532,7 +532,7 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 			/* one of its tables held back; the pass goes on with the others */
 			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
 								  edata->message);
-			ttl_report_error(edata, LOG,
+			ttl_error_log(edata, LOG,
 							 "ttl_index: %s, one of the tables of the policy on %s, is left for now (SQLSTATE %s); its other tables are purged meanwhile, and it is tried again after ttl_index.error_delay, doubling each time it fails",
 							 held_table->relname ? held_table->relname : "a table",
 							 relname, unpack_sql_state(edata->sqlerrcode));
@@ -544,7 +544,7 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 		ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
 							  edata->message);
 		if (ttl_held_first_report(e->held, edata->sqlerrcode))
-			ttl_report_error(edata, LOG,
+			ttl_error_log(edata, LOG,
 							 "ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s); rows like it are retried later and counted in rows_held of ttl_index_stats, and this is logged once per policy and kind of error",
 							 relname, unpack_sql_state(edata->sqlerrcode));
 		return;
@@ -569,7 +569,7 @@ ttl_worker_rest(TtlSchedEntry *e, ErrorData *edata, const char *message,
 
 	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode,
 						  message ? message : edata->message);
-	ttl_report_error(edata, LOG,
+	ttl_error_log(edata, LOG,
 					 "ttl_index: a batch of the policy on table %s failed (SQLSTATE %s)%s%s; the policy rests ttl_index.error_delay",
 					 relname, unpack_sql_state(sqlerrcode),
 					 message ? ": " : "", message ? message : "");
@@ -701,7 +701,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	e->origin_waiting = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	ttl_batch_wal_mode(&e->policy, pass);
+	ttl_wal_batch_mode(&e->policy, pass);
 	BatchPolicy = e->policy.id;
 	ttl_timeout_batch_start();
 	PG_TRY();
@@ -715,7 +715,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 							   psprintf("ttl_index: purging expired rows of %s", relname));
 		ttl_pass_batch(&e->policy, pass, &result);
 		if (result.flush)
-			ttl_batch_wal_flush();
+			ttl_wal_batch_flush();
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -778,7 +778,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	 * background worker that never calls this reports only at exit.
 	 */
 	pgstat_report_stat(false);
-	ttl_batch_wal_learn(&e->policy, pass, result.deleted);
+	ttl_wal_batch_learn(&e->policy, pass, result.deleted);
 	ttl_stats_count_batch(MyDatabaseId, &e->policy, &result);
 	ttl_worker_publish_prefix(e, pass);
 	*deleted = result.deleted;

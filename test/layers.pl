@@ -23,7 +23,7 @@ my @floors = (
 	[qw(targets.c statement.c filter.c owner.c expiry.c catalog.c citus.c citus_follow.c citus_nodes.c)],
 	[qw(extension.c)],
 	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
-	[qw(settings.c report.c slices.c)],
+	[qw(settings.c errors.c slices.c)],
 );
 my %floor;
 for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }

@@ -1,0 +1,93 @@
+/*-------------------------------------------------------------------------
+ *
+ * errors.c
+ *	  Handling the errors user code and batches raise: catching one in an
+ *	  internal subtransaction (ttl_error_catch_subxact), telling a cancel
+ *	  or shutdown that must reach the caller (ttl_error_is_cancel), and
+ *	  logging a batch's error as autovacuum logs a failed table
+ *	  (ttl_error_log): the original error (its message, detail, hint,
+ *	  position, query and context), with one more context line saying
+ *	  whose batch it was and what follows.  The worker and the helpers log
+ *	  their batches' failures so, after the batch's transaction is rolled
+ *	  back and the error copied; nothing is re-worded, so the message the
+ *	  user's code raised is the one in the log.
+ *
+ * The bottom floor: it calls nothing of the extension's.  No locking.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "lib/stringinfo.h"
+#include "utils/elog.h"
+
+#include "ttl_index.h"
+
+/*
+ * ttl_error_is_cancel
+ *		Whether an error is a query cancel or a shutdown request, which must
+ *		reach the caller whatever catches it.
+ */
+bool
+ttl_error_is_cancel(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION;
+}
+
+/*
+ * ttl_error_catch_subxact
+ *		For the PG_CATCH block of an internal subtransaction: copies the
+ *		error into cxt, rolls the subtransaction back, and leaves cxt as the
+ *		current memory context and owner as the resource owner.  A cancel
+ *		or a shutdown request is thrown again; any other error is returned,
+ *		the caller's to report and free.
+ */
+ErrorData *
+ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (ttl_error_is_cancel(edata->sqlerrcode))
+		ReThrowError(edata);
+	return edata;
+}
+
+/*
+ * ttl_error_log
+ *		Log the copied error edata at elevel (LOG: a background process's
+ *		failures are the server log's, not a client's), its context
+ *		followed by the line fmt makes.  The SQLSTATE, which the log shows
+ *		only at verbose log_error_verbosity, should be in that line.
+ *		Changes edata's level and context.
+ */
+void
+ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
+{
+	StringInfoData line;
+
+	Assert(elevel < ERROR);
+	initStringInfo(&line);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&line, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&line, needed);
+	}
+	edata->elevel = elevel;
+	edata->context = edata->context != NULL ?
+		psprintf("%s\n%s", edata->context, line.data) : line.data;
+	ThrowErrorData(edata);
+}

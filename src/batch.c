@@ -1319,6 +1319,8 @@ ttl_batch_run(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	Assert(!InBatch);
 	/* a stop key only in a slice of a shared drain */
 	Assert(!t->have_stop || t->parallel);
+	/* no lock of the slots held into a batch: user code runs in it */
+	Assert(!ttl_shmem_slots_lock_held());
 	pass->failing_target = t;
 	InBatch = true;
 	PG_TRY();
@@ -1331,6 +1333,8 @@ ttl_batch_run(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	}
 	PG_END_TRY();
 	pass->failing_target = NULL;
+	/* nor out of one: the batch's own owner and lock are released */
+	Assert(!ttl_shmem_slots_lock_held());
 	return outcome;
 }
 

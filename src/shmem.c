@@ -252,6 +252,16 @@ ttl_shmem_slots_lock(void)
 	return SlotsLock;
 }
 
+/*
+ * ttl_shmem_slots_lock_held
+ *		For Asserts: whether this process holds the slots lock.
+ */
+bool
+ttl_shmem_slots_lock_held(void)
+{
+	return SlotsLock != NULL && LWLockHeldByMe(SlotsLock);
+}
+
 int
 ttl_shmem_nslots(void)
 {

@@ -740,6 +740,7 @@ extern Size ttl_shmem_size(void);
 extern void ttl_shmem_request(void);
 extern void ttl_shmem_init(void);
 extern bool ttl_shmem_ready(void);
+extern bool ttl_shmem_slots_lock_held(void);
 extern uint32 ttl_wait_event(const char *name);
 
 /* launcher side */

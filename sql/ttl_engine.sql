@@ -141,6 +141,8 @@ SELECT * FROM ttl_test.slices(0, 100, 1, 2, ARRAY[
 -- bad input: a clear error
 SELECT * FROM ttl_test.slices(0, 100, 2, 1, ARRAY['bogus 1']);
 SELECT * FROM ttl_test.slices(0, 100, 2, 0, '{}');
+SELECT * FROM ttl_test.slices(0, 100, -1, 1, '{}');
+SELECT * FROM ttl_test.slices(0, 100, 2, 1, ARRAY['claim 101', 'back 0 1']);
 -- a job too narrow to share is not cut
 SELECT * FROM ttl_test.slices(0, 1, 4, 1, '{}');
 SELECT * FROM ttl_test.slices(10, 10, 4, 2, '{}');

@@ -62,6 +62,11 @@ ttl_test_check(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("only a superuser may drive the ttl_index engine by hand")));
+	/* user code a batch runs must not change the pass under it */
+	if (ttl_batch_active())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the engine cannot be driven from inside a purge")));
 }
 
 /*
@@ -238,10 +243,6 @@ ttl_test_engine_batch(PG_FUNCTION_ARGS)
 	(void) ttl_test_target();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (ttl_batch_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the engine cannot be driven from inside a purge")));
 
 	/* bounded by rows and entries only; each batch as asked */
 	TestPass->row_limit = TestRows;
@@ -375,6 +376,12 @@ ttl_test_slices_step(TtlJob *job, const char *step)
 	int64		hi;
 	int			outcome;
 
+	if (n >= 2 && strcmp(op, "finished") != 0 && a <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid slice step \"%s\"", step),
+				 errdetail("A process id is a positive number.")));
+
 	if (n >= 1 && strcmp(op, "claim") == 0 && n == 2)
 		return ttl_slices_claim(job, (pid_t) a, &claim);
 	if (n >= 1 && strcmp(op, "progress") == 0 && n == 4)
@@ -425,6 +432,10 @@ ttl_test_slices(PG_FUNCTION_ARGS)
 	bool		nulls[3] = {false, false, false};
 
 	ttl_test_check();
+	if (nslices < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a job has at least one slice")));
 	if (ntables < 1 || ntables > TTL_MAX_JOB_TARGETS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

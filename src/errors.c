@@ -65,7 +65,8 @@ ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner)
  *		failures are the server log's, not a client's), its context
  *		followed by the line fmt makes.  The SQLSTATE, which the log shows
  *		only at verbose log_error_verbosity, should be in that line.
- *		Changes edata's level and context.
+ *		Changes edata's level and context (the old one freed: a worker
+ *		calls this in its long-lived context, at every failure).
  */
 void
 ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
@@ -87,7 +88,16 @@ ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
 		enlargeStringInfo(&line, needed);
 	}
 	edata->elevel = elevel;
-	edata->context = edata->context != NULL ?
-		psprintf("%s\n%s", edata->context, line.data) : line.data;
+	if (edata->context == NULL)
+		edata->context = line.data;
+	else
+	{
+		/* the caller's FreeErrorData frees the new context, not these */
+		char	   *old = edata->context;
+
+		edata->context = psprintf("%s\n%s", old, line.data);
+		pfree(old);
+		pfree(line.data);
+	}
 	ThrowErrorData(edata);
 }

@@ -115,12 +115,21 @@ ttl_skip_add(TtlTarget *t, BlockNumber blkno, XLogRecPtr lsn)
 		}
 		s->maxpages = n;
 	}
-#ifdef USE_ASSERT_CHECKING
-	/* leaf pages in right-link order: none twice, none a P_NONE */
 	Assert(blkno != P_NONE && blkno != InvalidBlockNumber);
+
+	/*
+	 * A page recorded already: VACUUM deleted and recycled an emptied page
+	 * of the prefix since, and a split made it a right sibling again.  The
+	 * prefix is stale; it is recorded anew by a later pass.
+	 */
 	for (int i = 0; i < s->npages; i++)
-		Assert(s->blocks[i] != blkno);
-#endif
+	{
+		if (s->blocks[i] == blkno)
+		{
+			ttl_skip_forget(t);
+			return;
+		}
+	}
 	s->blocks[s->npages] = blkno;
 	s->lsns[s->npages] = lsn;
 	s->npages++;

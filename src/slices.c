@@ -83,7 +83,7 @@ ttl_slices_cut(TtlJob *job, const TtlJobTarget *tables, int ntables,
 	uint64		width;
 	int			k = 0;
 
-	if (hi <= lo || ntables < 1)
+	if (hi <= lo || ntables < 1 || nslices < 1)
 		return 0;
 	ntables = Min(ntables, TTL_MAX_JOB_TARGETS);
 	width = (uint64) hi - (uint64) lo;
@@ -176,7 +176,8 @@ ttl_slices_claim(TtlJob *job, pid_t who, TtlClaim *claim)
 {
 	int			result = TTL_CLAIM_OVER;
 
-	Assert(who != 0);
+	if (who == 0)
+		return TTL_CLAIM_OVER;	/* no process: a free slice's "owner" */
 	for (int i = 0; i < TTL_MAX_SLICES; i++)
 	{
 		if (job->slices[i].state == TTL_SLICE_TAKEN)
@@ -218,7 +219,7 @@ ttl_slices_claim(TtlJob *job, pid_t who, TtlClaim *claim)
 bool
 ttl_slices_end(TtlJob *job, int i, pid_t who, int64 *hi)
 {
-	if (i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
+	if (who == 0 || i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
 		return false;
 	*hi = job->slices[i].hi;
 	return true;
@@ -236,7 +237,7 @@ ttl_slices_progress(TtlJob *job, int i, pid_t who, bool have_cur, int64 cur)
 {
 	TtlSlice   *sl;
 
-	if (i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
+	if (who == 0 || i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
 		return false;
 	sl = &job->slices[i];
 	Assert(sl->state == TTL_SLICE_TAKEN);
@@ -280,7 +281,7 @@ ttl_slices_let_go(TtlJob *job, int i, pid_t who, TtlSliceState state, int outcom
 {
 	int			target;
 
-	if (i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
+	if (who == 0 || i < 0 || i >= TTL_MAX_SLICES || job->slices[i].taken_by != who)
 		return false;
 	Assert(state == TTL_SLICE_FREE || state == TTL_SLICE_DONE);
 	target = job->slices[i].target;

@@ -2,8 +2,9 @@
  *
  * parallel.c
  *	  The share of a database's slot that its worker (the lead) and its
- *	  helpers use to drain one large backlog together (helper.c starts the
- *	  helpers, drain.c runs the slices).
+ *	  helpers use to drain one large backlog together, under the slots
+ *	  lock (drain.c starts the helpers and runs the slices; slices.c does
+ *	  the slices' arithmetic).
  *
  * A job is part of one pass: the table in hand (a target) from where the
  * lead stands to the pass's cutoff, as ordinals (ttl_key_ordinal), cut

@@ -308,14 +308,8 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 	{
 		BackgroundWorker bgw;
 
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "ttl_index");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "ttl_helper_main");
+		ttl_shmem_bgworker(&bgw, "ttl_helper_main", "ttl_index helper");
 		snprintf(bgw.bgw_name, BGW_MAXLEN, "ttl_index helper");
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "ttl_index helper");
 		bgw.bgw_main_arg = Int32GetDatum(slotno);
 		memcpy(bgw.bgw_extra, &job_id, sizeof(job_id));
 		if (!RegisterDynamicBackgroundWorker(&bgw, NULL))

@@ -540,15 +540,9 @@ ttl_launcher_start_one(TtlStart *s)
 	MemoryContext old;
 	bool		ok;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "ttl_index");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "ttl_worker_main");
+	ttl_shmem_bgworker(&bgw, "ttl_worker_main", "ttl_index worker");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "ttl_index worker for database %s",
 			 NameStr(s->datname));
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "ttl_index worker");
 	bgw.bgw_main_arg = ObjectIdGetDatum(s->dboid);
 	bgw.bgw_notify_pid = MyProcPid;
 

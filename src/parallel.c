@@ -106,10 +106,15 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 	int			running = 0;
 	bool		waiting = false;
 	int			n = 0;
-	TtlJob		trial;
+	TtlJob		posted;
 
-	/* is there anything to share? (a job cut on the stack, not posted) */
-	if (ttl_slices_cut(&trial, tables, ntables, lo, hi, nslices) == 0)
+	/* the job, made off the lock; nothing posted if nothing is worth sharing */
+	memset(&posted, 0, sizeof(TtlJob));
+	posted.active = true;
+	posted.policy_id = policy_id;
+	posted.keytype = keytype;
+	posted.pass_now = pass_now;
+	if (ttl_slices_cut(&posted, tables, ntables, lo, hi, nslices) == 0)
 		return 0;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
@@ -130,18 +135,10 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 		n = Min(Min(want, TTL_MAX_HELPERS), ttl_shmem_max_workers() - running);
 	if (n > 0)
 	{
-		TtlJob	   *job = &slot->job;
-		uint32		id = job->id + 1;
-
-		memset(job, 0, sizeof(TtlJob));
-		job->id = id;
-		job->active = true;
-		job->policy_id = policy_id;
-		job->keytype = keytype;
-		job->pass_now = pass_now;
-		(void) ttl_slices_cut(job, tables, ntables, lo, hi, nslices);
-		job->reserved = n;
-		*job_id = id;
+		posted.id = slot->job.id + 1;
+		posted.reserved = n;
+		slot->job = posted;
+		*job_id = posted.id;
 	}
 	LWLockRelease(ttl_shmem_slots_lock());
 	return Max(n, 0);

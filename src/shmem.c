@@ -39,6 +39,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -346,6 +347,26 @@ ttl_shmem_max_workers(void)
 	int			room = max_worker_processes - 1 - ttl_free_worker_slots;
 
 	return Max(1, Min(ttl_max_workers, room));
+}
+
+/*
+ * ttl_shmem_bgworker
+ *		Fill in bgw for a ttl_index process connected to a database (a
+ *		worker or a helper): function, the library's, and type, as
+ *		pg_stat_activity shows it; started once recovery is over, never
+ *		restarted by the postmaster (the launcher and the lead decide).
+ *		The caller sets the name, the argument and anything else.
+ */
+void
+ttl_shmem_bgworker(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(BackgroundWorker));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "ttl_index");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
 }
 
 /*

@@ -741,6 +741,9 @@ extern void ttl_shmem_request(void);
 extern void ttl_shmem_init(void);
 extern bool ttl_shmem_ready(void);
 extern bool ttl_shmem_slots_lock_held(void);
+struct BackgroundWorker;
+extern void ttl_shmem_bgworker(struct BackgroundWorker *bgw, const char *function,
+							   const char *type);
 extern uint32 ttl_wait_event(const char *name);
 
 /* launcher side */

@@ -151,9 +151,9 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		ttl_error_log(edata, LOG,
-						 "ttl_index helper: a batch of policy %d failed (SQLSTATE %s)%s; the worker takes its rows over",
-						 policy->id, unpack_sql_state(edata->sqlerrcode),
-						 ttl_timeout_fired() ? ": it ran past ttl_index.batch_timeout" : "");
+					  "ttl_index helper: a batch of policy %d failed (SQLSTATE %s)%s; the worker takes its rows over",
+					  policy->id, unpack_sql_state(edata->sqlerrcode),
+					  ttl_timeout_fired() ? ": it ran past ttl_index.batch_timeout" : "");
 		FreeErrorData(edata);
 		outcome = -1;
 	}

@@ -533,9 +533,9 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 			ttl_stats_count_error(MyDatabaseId, &e->policy, edata->sqlerrcode,
 								  edata->message);
 			ttl_error_log(edata, LOG,
-							 "ttl_index: %s, one of the tables of the policy on %s, is left for now (SQLSTATE %s); its other tables are purged meanwhile, and it is tried again after ttl_index.error_delay, doubling each time it fails",
-							 held_table->relname ? held_table->relname : "a table",
-							 relname, unpack_sql_state(edata->sqlerrcode));
+						  "ttl_index: %s, one of the tables of the policy on %s, is left for now (SQLSTATE %s); its other tables are purged meanwhile, and it is tried again after ttl_index.error_delay, doubling each time it fails",
+						  held_table->relname ? held_table->relname : "a table",
+						  relname, unpack_sql_state(edata->sqlerrcode));
 			return;
 		}
 		if (!held_one)
@@ -545,8 +545,8 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 							  edata->message);
 		if (ttl_held_first_report(e->held, edata->sqlerrcode))
 			ttl_error_log(edata, LOG,
-							 "ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s); rows like it are retried later and counted in rows_held of ttl_index_stats, and this is logged once per policy and kind of error",
-							 relname, unpack_sql_state(edata->sqlerrcode));
+						  "ttl_index: an expired row of table %s cannot be removed and is left in place (SQLSTATE %s); rows like it are retried later and counted in rows_held of ttl_index_stats, and this is logged once per policy and kind of error",
+						  relname, unpack_sql_state(edata->sqlerrcode));
 		return;
 	}
 
@@ -570,9 +570,9 @@ ttl_worker_rest(TtlSchedEntry *e, ErrorData *edata, const char *message,
 	ttl_stats_count_error(MyDatabaseId, &e->policy, sqlerrcode,
 						  message ? message : edata->message);
 	ttl_error_log(edata, LOG,
-					 "ttl_index: a batch of the policy on table %s failed (SQLSTATE %s)%s%s; the policy rests ttl_index.error_delay",
-					 relname, unpack_sql_state(sqlerrcode),
-					 message ? ": " : "", message ? message : "");
+				  "ttl_index: a batch of the policy on table %s failed (SQLSTATE %s)%s%s; the policy rests ttl_index.error_delay",
+				  relname, unpack_sql_state(sqlerrcode),
+				  message ? ": " : "", message ? message : "");
 	ttl_worker_health(e, "errors", NULL);
 	ttl_pass_end(e->pass);
 	e->pass = NULL;

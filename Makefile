@@ -37,6 +37,7 @@ OBJS = \
 	src/probe.o \
 	src/replicas.o \
 	src/runner.o \
+	src/set.o \
 	src/settings.o \
 	src/shmem.o \
 	src/skip.o \
@@ -48,6 +49,7 @@ OBJS = \
 	src/ttl_index.o \
 	src/views.o \
 	src/wal.o \
+	src/window.o \
 	src/worker.o \
 	src/writes.o \
 	src/yield.o

@@ -11,6 +11,32 @@
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN time_zone text;
 ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN time_zone text;
 
+-- Beyond expiry by age (docs/expiry-rules.md): the hours a policy may
+-- purge in (purge_window, read in the policy's time zone, window.c), a cap
+-- on the table's rows (max_rows, cap.c: the oldest beyond it go, whatever
+-- their age; expire_after may then be NULL, for a cap alone), and an
+-- action that resets columns instead of deleting the row (anonymize, with
+-- set_columns, set.c).  Stored as the API normalized them, read again by
+-- every reader.  1.4 is this version in the making: these columns are part
+-- of it, not of a later one.
+ALTER TABLE @extschema@.ttl_index_policy
+	ADD COLUMN purge_window text,
+	ADD COLUMN max_rows bigint CHECK (max_rows > 0),
+	ADD COLUMN set_columns text,
+	ALTER COLUMN expire_after DROP NOT NULL,
+	DROP CONSTRAINT ttl_index_policy_action_check,
+	ADD CONSTRAINT ttl_index_policy_action_check
+		CHECK (action IN ('delete', 'archive', 'soft_delete', 'anonymize')),
+	ADD CONSTRAINT ttl_index_policy_set_columns_check
+		CHECK ((action = 'anonymize') = (set_columns IS NOT NULL)),
+	ADD CONSTRAINT ttl_index_policy_expiry_check
+		CHECK (expire_after IS NOT NULL OR max_rows IS NOT NULL);
+ALTER TABLE @extschema@.ttl_index_citus_policy
+	ADD COLUMN purge_window text,
+	ADD COLUMN max_rows bigint,
+	ADD COLUMN set_columns text,
+	ALTER COLUMN expire_after DROP NOT NULL;
+
 -- The functions a policy's filter calls (filter.c): the stored text is
 -- parsed again by every reader, and must call these, not a better-matching
 -- overload created since.  Recorded as signatures, schema-qualified, not as
@@ -102,7 +128,8 @@ BEGIN
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin, NEW.time_zone, NEW.filter_functions::text[]
+			   NEW.replication_origin, NEW.time_zone, NEW.filter_functions::text[],
+			   NEW.purge_window, NEW.max_rows, NEW.set_columns
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		 WHERE c.oid = NEW.relid;
@@ -637,7 +664,8 @@ BEGIN
 END
 $$;
 
--- ttl_create_index gains time_zone (the last argument of each form).
+-- ttl_create_index gains time_zone, purge_window, max_rows and set_columns
+-- (the last arguments of each form).
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean);
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean);
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean);
@@ -655,7 +683,10 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	archive_table regclass DEFAULT NULL,
 	rate_limit integer DEFAULT NULL,
 	replication_origin boolean DEFAULT NULL,
-	time_zone text DEFAULT NULL)
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index'
 LANGUAGE C;
@@ -673,7 +704,10 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	archive_table regclass DEFAULT NULL,
 	rate_limit integer DEFAULT NULL,
 	replication_origin boolean DEFAULT NULL,
-	time_zone text DEFAULT NULL)
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index_seconds'
 LANGUAGE C;
@@ -691,16 +725,19 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	archive_table regclass DEFAULT NULL,
 	rate_limit integer DEFAULT NULL,
 	replication_origin boolean DEFAULT NULL,
-	time_zone text DEFAULT NULL)
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index_text'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column; returns the policy id';
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 
 -- What the worker's last pass found of each policy's backlog (views.c):
@@ -748,6 +785,42 @@ LANGUAGE C STRICT;
 DROP VIEW @extschema@.ttl_index_citus_stats;
 DROP VIEW @extschema@.ttl_index_stats;
 DROP FUNCTION @extschema@.ttl_index_citus_nodes();
+
+-- The counters gain rows_capped (deleted beyond max_rows before they
+-- expired), rows_anonymized, and next_window: the purge window the policy
+-- is in, or the next one (NULL without windows).
+DROP FUNCTION @extschema@.ttl_index_policy_stats();
+CREATE FUNCTION @extschema@.ttl_index_policy_stats(
+	OUT policy_id integer,
+	OUT rows_deleted bigint,
+	OUT batches bigint,
+	OUT passes bigint,
+	OUT rows_skipped_locked bigint,
+	OUT skipped_locked bigint,
+	OUT errors bigint,
+	OUT last_error text,
+	OUT last_error_at timestamptz,
+	OUT last_run timestamptz,
+	OUT time_spent interval,
+	OUT lag interval,
+	OUT expired_estimate bigint,
+	OUT next_expiry timestamptz,
+	OUT stats_reset timestamptz,
+	OUT rows_archived bigint,
+	OUT rows_soft_deleted bigint,
+	OUT partitions_dropped bigint,
+	OUT rows_held bigint,
+	OUT last_error_sqlstate text,
+	OUT rows_last_pass bigint,
+	OUT expiry_rate float8,
+	OUT delete_rate float8,
+	OUT falling_behind boolean,
+	OUT rows_capped bigint,
+	OUT rows_anonymized bigint,
+	OUT next_window tstzrange)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
+LANGUAGE C STABLE;
 
 -- What this node can do for the policies on distributed tables: purging,
 -- ttl_index not preloaded, ttl_index disabled.  ttl_index_citus_nodes()
@@ -854,7 +927,13 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   p.time_zone,
 		   CASE WHEN c.stalled IS NULL THEN h.stalled
 				WHEN h.stalled IS NULL THEN c.stalled
-				ELSE h.stalled || '; ' || c.stalled END AS stalled
+				ELSE h.stalled || '; ' || c.stalled END AS stalled,
+		   p.purge_window,
+		   s.next_window,
+		   p.max_rows,
+		   coalesce(s.rows_capped, 0) AS rows_capped,
+		   p.set_columns,
+		   coalesce(s.rows_anonymized, 0) AS rows_anonymized
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id

@@ -310,6 +310,9 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_RATE_LIMIT		10
 #define TTL_ARG_REPLICATION_ORIGIN	11
 #define TTL_ARG_TIME_ZONE		12
+#define TTL_ARG_PURGE_WINDOW	13
+#define TTL_ARG_MAX_ROWS		14
+#define TTL_ARG_SET_COLUMNS		15
 
 /*
  * ttl_api_options
@@ -345,6 +348,23 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unit must be one of 's', 'ms', 'us' or 'ns', not \"%s\"", *unit)));
 
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_ROWS))
+	{
+		policy->max_rows = PG_GETARG_INT64(TTL_ARG_MAX_ROWS);
+		if (policy->max_rows < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_rows must be a positive number of rows"),
+					 errhint("Pass NULL for no cap.")));
+	}
+	policy->purge_window = ttl_api_text_arg(fcinfo, TTL_ARG_PURGE_WINDOW);
+	if (policy->purge_window != NULL)
+	{
+		policy->purge_window = ttl_window_normalize(policy->purge_window);
+		ttl_window_read(policy->purge_window, &policy->windows);
+	}
+	policy->set_columns = ttl_api_text_arg(fcinfo, TTL_ARG_SET_COLUMNS);
+
 	policy->replication_origin = ttl_api_arg_null(fcinfo, TTL_ARG_REPLICATION_ORIGIN) ? -1 :
 		PG_GETARG_BOOL(TTL_ARG_REPLICATION_ORIGIN) ? 1 : 0;
 	policy->soft_column = ttl_api_text_arg(fcinfo, TTL_ARG_SOFT_COLUMN);
@@ -354,6 +374,7 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 	*action = ttl_api_text_arg(fcinfo, TTL_ARG_ACTION);
 	if (*action == NULL)
 		*action = policy->soft_column ? "soft_delete" :
+			policy->set_columns ? "anonymize" :
 			OidIsValid(policy->archive_relid) ? "archive" : "delete";
 
 	if (strcmp(*action, "delete") == 0)
@@ -362,10 +383,12 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 		policy->action = TTL_ACTION_ARCHIVE;
 	else if (strcmp(*action, "soft_delete") == 0)
 		policy->action = TTL_ACTION_SOFT_DELETE;
+	else if (strcmp(*action, "anonymize") == 0)
+		policy->action = TTL_ACTION_ANONYMIZE;
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("action must be 'delete', 'archive' or 'soft_delete', not \"%s\"", *action)));
+				 errmsg("action must be 'delete', 'archive', 'soft_delete' or 'anonymize', not \"%s\"", *action)));
 
 	if ((policy->action == TTL_ACTION_ARCHIVE) != OidIsValid(policy->archive_relid))
 		ereport(ERROR,
@@ -379,6 +402,19 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 				 policy->action == TTL_ACTION_SOFT_DELETE ?
 				 errmsg("action 'soft_delete' needs soft_delete_column") :
 				 errmsg("soft_delete_column is only for action 'soft_delete'")));
+	if ((policy->action == TTL_ACTION_ANONYMIZE) != (policy->set_columns != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 policy->action == TTL_ACTION_ANONYMIZE ?
+				 errmsg("action 'anonymize' needs set_columns") :
+				 errmsg("set_columns is only for action 'anonymize'")));
+	if (policy->max_rows > 0 && policy->action != TTL_ACTION_DELETE &&
+		policy->action != TTL_ACTION_ARCHIVE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows is only for action 'delete' or 'archive'"),
+				 errdetail("A %s leaves the row in the table, which would stay over its cap.",
+						   policy->action == TTL_ACTION_SOFT_DELETE ? "soft delete" : "anonymized row")));
 }
 
 /*
@@ -447,7 +483,22 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 	policy->column_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	policy->ttl_column = ttl_api_text_arg(fcinfo, TTL_ARG_TTL_COLUMN);
 	policy->filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
-	policy->expire_after = ttl_interval_usecs(expire_after);
+	policy->no_expiry = expire_after == NULL;
+	policy->expire_after = expire_after ? ttl_interval_usecs(expire_after) : PG_INT64_MAX;
+	if (policy->no_expiry && policy->max_rows == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("expire_after must not be null"),
+				 errhint("expire_after may be NULL only beside max_rows, for a cap alone.")));
+	if (policy->max_rows > 0 && (policy->ttl_column != NULL || policy->filter != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rows cannot be combined with %s",
+						policy->ttl_column != NULL ? "ttl_column" : "filter"),
+				 errdetail("A cap deletes the oldest rows of the whole table by the TTL column; %s.",
+						   policy->ttl_column != NULL ?
+						   "with a per-row TTL the column does not order the rows by age" :
+						   "a filter would keep rows the cap counts")));
 	if (policy->ttl_column != NULL && policy->unit_ns != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -466,6 +517,12 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the time_zone option of ttl_create_index needs version 1.4 of the extension"),
+				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+	if ((policy->purge_window != NULL || policy->max_rows > 0 ||
+		 policy->action == TTL_ACTION_ANONYMIZE) && !ttl_catalog_has_rules())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the purge_window, max_rows and set_columns options of ttl_create_index need version 1.4 of the extension"),
 				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
 	if (policy->replication_origin >= 0 && !ttl_catalog_has_origin())
 		ereport(ERROR,
@@ -562,6 +619,8 @@ ttl_api_policy_columns(Relation rel, TtlPolicy *policy)
 	}
 	if (policy->action == TTL_ACTION_ARCHIVE)
 		ttl_api_check_archive(rel, policy->archive_relid);
+	if (policy->action == TTL_ACTION_ANONYMIZE)
+		ttl_set_check(rel, policy);
 	ttl_target_check_types(policy, rel);
 	ttl_api_time_zone(rel, policy);
 	if (ttl_rel_has_delete_rules(rel, policy->action, true))
@@ -682,23 +741,26 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	bool		current = ttl_catalog_is_current();
 	bool		has_origin = current && ttl_catalog_has_origin();
 	bool		has_zone = has_origin && ttl_catalog_has_zone();
+	bool		has_rules = has_zone && ttl_catalog_has_rules();
 
 	/*
-	 * the 1.4 catalog has them all, 1.3 all but the last two, 1.2 all but
-	 * the last three, 1.0 and 1.1 two
+	 * the 1.4 catalog has them all (a 1.4 in the making before purge_window
+	 * all but the last three), 1.3 all but the last five, 1.2 all but the
+	 * last six, 1.0 and 1.1 two
 	 */
 	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
 		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
-	"replication_origin", "time_zone", "filter_functions"};
-	Oid			argtypes[14] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+		"replication_origin", "time_zone", "filter_functions", "purge_window", "max_rows",
+	"set_columns"};
+	Oid			argtypes[17] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
 		TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID,
-	TEXTARRAYOID};
+	TEXTARRAYOID, TEXTOID, INT8OID, TEXTOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
 	StringInfoData set;
-	Datum		values[14];
-	char		nulls[14];
+	Datum		values[17];
+	char		nulls[17];
 	Datum	   *funcs;
 	NameData	colnamedata;
 	NameData	ttlnamedata;
@@ -717,7 +779,8 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = ObjectIdGetDatum(policy->relid);
 	values[1] = NameGetDatum(&colnamedata);
-	values[2] = IntervalPGetDatum(expire_after);
+	values[2] = expire_after ? IntervalPGetDatum(expire_after) : (Datum) 0;
+	nulls[2] = expire_after ? ' ' : 'n';
 	values[3] = Int32GetDatum(policy->batch_size);
 	nulls[3] = policy->batch_size > 0 ? ' ' : 'n';
 	values[4] = NameGetDatum(&ttlnamedata);
@@ -742,10 +805,16 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 		funcs[i] = CStringGetTextDatum(ttl_filter_function_signature(policy->filter_funcs[i]));
 	values[13] = PointerGetDatum(construct_array(funcs, policy->nfilter_funcs, TEXTOID,
 												 -1, false, TYPALIGN_INT));
+	values[14] = policy->purge_window ? CStringGetTextDatum(policy->purge_window) : (Datum) 0;
+	nulls[14] = policy->purge_window ? ' ' : 'n';
+	values[15] = Int64GetDatum(policy->max_rows);
+	nulls[15] = policy->max_rows > 0 ? ' ' : 'n';
+	values[16] = policy->set_columns ? CStringGetTextDatum(policy->set_columns) : (Datum) 0;
+	nulls[16] = policy->set_columns ? ' ' : 'n';
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
-	ncols = has_zone ? lengthof(cols) : has_origin ? lengthof(cols) - 2 :
-		current ? lengthof(cols) - 3 : 2;
+	ncols = has_rules ? lengthof(cols) : has_zone ? lengthof(cols) - 3 :
+		has_origin ? lengthof(cols) - 5 : current ? lengthof(cols) - 6 : 2;
 	initStringInfo(&insert);
 	initStringInfo(&params);
 	initStringInfo(&set);
@@ -832,7 +901,8 @@ ttl_create_index(PG_FUNCTION_ARGS)
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
-	ttl_api_require(fcinfo, 2, "expire_after");
+	if (PG_ARGISNULL(2))
+		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
 
 	span = PG_GETARG_INTERVAL_P(2);
 	ttl_api_check_interval(span);
@@ -852,7 +922,8 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
-	ttl_api_require(fcinfo, 2, "expire_after");
+	if (PG_ARGISNULL(2))
+		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
 
 	secs = PG_GETARG_INT64(2);
 	if (secs < 0)
@@ -883,7 +954,8 @@ ttl_create_index_text(PG_FUNCTION_ARGS)
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
-	ttl_api_require(fcinfo, 2, "expire_after");
+	if (PG_ARGISNULL(2))
+		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
 
 	str = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	span = DatumGetIntervalP(DirectFunctionCall3(interval_in,

@@ -642,6 +642,8 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 		result->archived += processed;
 	else if (b->policy->action == TTL_ACTION_SOFT_DELETE)
 		result->soft_deleted += processed;
+	else if (b->policy->action == TTL_ACTION_ANONYMIZE)
+		result->anonymized += processed;
 	result->ntids = 0;
 }
 

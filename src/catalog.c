@@ -116,6 +116,20 @@ ttl_catalog_has_zone(void)
 }
 
 /*
+ * ttl_catalog_has_rules
+ *		Whether the policy catalog has the 1.4 columns purge_window,
+ *		max_rows and set_columns.
+ */
+bool
+ttl_catalog_has_rules(void)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) &&
+		get_attnum(catrelid, "max_rows") != InvalidAttrNumber;
+}
+
+/*
  * ttl_interval_usecs
  *		An expire_after interval as microseconds.  Days count as 24 hours;
  *		months are refused when a policy is created (they have no fixed
@@ -149,8 +163,10 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	p->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 	p->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
 	p->column_name = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
-	p->expire_after =
-		ttl_interval_usecs(DatumGetIntervalP(SPI_getbinval(tup, desc, 5, &isnull)));
+	d = SPI_getbinval(tup, desc, 5, &isnull);
+	/* NULL: a cap alone; nothing expires by age (cap.c) */
+	p->no_expiry = isnull;
+	p->expire_after = isnull ? PG_INT64_MAX : ttl_interval_usecs(DatumGetIntervalP(d));
 	p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 	d = SPI_getbinval(tup, desc, 8, &isnull);
@@ -187,6 +203,15 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 			p->filter_funcs[i] = enulls[i] ? InvalidOid :
 				ttl_filter_function_lookup(TextDatumGetCString(elems[i]));
 	}
+	d = SPI_getbinval(tup, desc, 18, &isnull);
+	p->purge_window = isnull ? NULL : TextDatumGetCString(d);
+	ttl_window_read(p->purge_window, &p->windows);
+	d = SPI_getbinval(tup, desc, 19, &isnull);
+	p->max_rows = isnull ? 0 : DatumGetInt64(d);
+	d = SPI_getbinval(tup, desc, 20, &isnull);
+	p->set_columns = isnull ? NULL : TextDatumGetCString(d);
+	if (strcmp(action, "anonymize") == 0)
+		p->action = TTL_ACTION_ANONYMIZE;
 	MemoryContextSwitchTo(old);
 	return p;
 }
@@ -216,19 +241,23 @@ ttl_load_policies(MemoryContext cxt)
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " ttl_column::pg_catalog.text, filter, unit, action,"
 					   " archive_table::pg_catalog.oid, soft_delete_column::pg_catalog.text,"
-					   " coalesce(rate_limit, 0), %s, %s"
+					   " coalesce(rate_limit, 0), %s, %s, %s"
 					   " FROM %s ORDER BY id",
 					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
 					   ttl_catalog_has_zone() ?
 					   "time_zone, filter_functions" :
 					   "NULL::pg_catalog.text, NULL::pg_catalog.text[]",
+					   ttl_catalog_has_rules() ?
+					   "purge_window, max_rows, set_columns" :
+					   "NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text",
 					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
-					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.text[]"
+					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.text[],"
+					   " NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -372,7 +401,10 @@ ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 		ttl_str_equal(a->column_name, b->column_name) &&
 		ttl_str_equal(a->ttl_column, b->ttl_column) &&
 		ttl_str_equal(a->filter, b->filter) &&
-		ttl_str_equal(a->soft_column, b->soft_column);
+		ttl_str_equal(a->soft_column, b->soft_column) &&
+		a->no_expiry == b->no_expiry && a->max_rows == b->max_rows &&
+		ttl_str_equal(a->purge_window, b->purge_window) &&
+		ttl_str_equal(a->set_columns, b->set_columns);
 }
 
 /*

@@ -336,7 +336,7 @@ ttl_citus_policies_sql(Oid nsp)
 					" m.expire_after, coalesce(m.batch_size, 0), m.enabled,"
 					" m.ttl_column::pg_catalog.text, m.filter, m.unit, m.action,"
 					" NULL::pg_catalog.oid, m.soft_delete_column::pg_catalog.text,"
-					" coalesce(m.rate_limit, 0), m.replication_origin, %s"
+					" coalesce(m.rate_limit, 0), m.replication_origin, %s, %s"
 					" FROM %s m"
 					" JOIN pg_catalog.pg_namespace n ON n.nspname = m.table_schema"
 					" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = m.table_name"
@@ -346,6 +346,9 @@ ttl_citus_policies_sql(Oid nsp)
 					get_attnum(mirror, "time_zone") != InvalidAttrNumber ?
 					"m.time_zone, m.filter_functions" :
 					"NULL::pg_catalog.text, NULL::pg_catalog.text[]",
+					get_attnum(mirror, "max_rows") != InvalidAttrNumber ?
+					"m.purge_window, m.max_rows, m.set_columns" :
+					"NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text",
 					placement);
 }
 

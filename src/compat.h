@@ -31,6 +31,7 @@
 #if PG_VERSION_NUM >= 160000
 #include "nodes/miscnodes.h"
 #endif
+#include "utils/rangetypes.h"
 
 #if PG_VERSION_NUM < 150000
 #error "ttl_index needs PostgreSQL 15 or later"
@@ -229,6 +230,17 @@ ttl_regprocedure_lookup(const char *signature)
 	PG_END_TRY();
 	return result;
 }
+#endif
+
+/*
+ * PostgreSQL 16 gave make_range() an error-saving context.
+ */
+#if PG_VERSION_NUM >= 160000
+#define ttl_make_range(typcache, lower, upper) \
+	make_range((typcache), (lower), (upper), false, NULL)
+#else
+#define ttl_make_range(typcache, lower, upper) \
+	make_range((typcache), (lower), (upper), false)
 #endif
 
 #endif							/* TTL_COMPAT_H */

@@ -186,7 +186,7 @@ ttl_clamp_timestamp(TimestampTz ts)
  *		PostgreSQL's timestamp-to-timestamptz cast reads it in a session of
  *		that zone.
  */
-static TimestampTz
+TimestampTz
 ttl_local_instant(Timestamp ts, pg_tz *zone)
 {
 	struct pg_tm tm;
@@ -206,7 +206,7 @@ ttl_local_instant(Timestamp ts, pg_tz *zone)
  *		An instant as wall-clock time in the zone: the
  *		timestamptz-to-timestamp cast in a session of that zone.
  */
-static Timestamp
+Timestamp
 ttl_instant_local(TimestampTz t, pg_tz *zone)
 {
 	struct pg_tm tm;

@@ -330,10 +330,15 @@ ttl_stats_add_batch(Oid dboid, int32 policy_id, TtlBatchResult *result)
 		e->c.skipped_locked++;
 	else
 		e->c.batches++;
-	/* rows_deleted: rows gone from the table, archived ones included */
-	e->c.rows_deleted += result->deleted - result->soft_deleted;
+	/*
+	 * rows_deleted: rows gone from the table, archived and capped ones
+	 * included
+	 */
+	e->c.rows_deleted += result->deleted - result->soft_deleted - result->anonymized;
 	e->c.rows_archived += result->archived;
 	e->c.rows_soft_deleted += result->soft_deleted;
+	e->c.rows_anonymized += result->anonymized;
+	e->c.rows_capped += result->capped;
 	e->c.partitions_dropped += result->partitions_dropped;
 	e->c.rows_skipped_locked += result->skipped_locked;
 	e->c.time_spent_ms += result->elapsed_ms;

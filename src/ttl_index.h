@@ -103,8 +103,25 @@ typedef enum TtlAction
 {
 	TTL_ACTION_DELETE,
 	TTL_ACTION_ARCHIVE,			/* move the row into archive_relid */
-	TTL_ACTION_SOFT_DELETE		/* set soft_column to the time of expiry */
+	TTL_ACTION_SOFT_DELETE,		/* set soft_column to the time of expiry */
+	TTL_ACTION_ANONYMIZE		/* set the columns of set_columns (set.c) */
 } TtlAction;
+
+/*
+ * The hours of the day a policy may purge in (window.c): minutes of the
+ * local day, [start, end); a window whose end is not after its start runs
+ * over midnight.
+ */
+#define TTL_MAX_WINDOWS			8
+
+typedef struct TtlWindows
+{
+	int			n;				/* 0: no windows (always open); -1: the
+								 * stored text cannot be read (never open) */
+	int16		start[TTL_MAX_WINDOWS];
+	int16		end[TTL_MAX_WINDOWS];
+	int			open_minutes;	/* minutes of the day inside a window */
+} TtlWindows;
 
 typedef struct TtlPolicy
 {
@@ -132,6 +149,11 @@ typedef struct TtlPolicy
 	bool		filter_funcs_known; /* the filter's functions are recorded */
 	int			nfilter_funcs;
 	Oid		   *filter_funcs;	/* the functions it calls (filter.c) */
+	bool		no_expiry;		/* expire_after NULL: a cap alone (max_rows) */
+	char	   *purge_window;	/* as stored, or NULL (window.c) */
+	TtlWindows	windows;		/* ... read */
+	int64		max_rows;		/* 0: no cap (cap.c) */
+	char	   *set_columns;	/* TTL_ACTION_ANONYMIZE (set.c) */
 } TtlPolicy;
 
 /* where the extension is (extension.c) */
@@ -142,6 +164,7 @@ extern char *ttl_catalog_relname(void);
 extern bool ttl_catalog_is_current(void);
 extern bool ttl_catalog_has_origin(void);
 extern bool ttl_catalog_has_zone(void);
+extern bool ttl_catalog_has_rules(void);
 extern char *ttl_qualified_relname(Oid relid);
 extern int64 ttl_interval_usecs(Interval *span);
 extern List *ttl_load_policies(MemoryContext cxt);
@@ -246,6 +269,25 @@ extern const char *ttl_server_zone_name(void);
 extern bool ttl_zone_valid(const char *name);
 extern const char *ttl_policy_zone_name(TtlPolicy *policy);
 extern struct pg_tz *ttl_policy_zone(TtlPolicy *policy);
+extern TimestampTz ttl_local_instant(Timestamp ts, struct pg_tz *zone);
+extern Timestamp ttl_instant_local(TimestampTz t, struct pg_tz *zone);
+
+/* ----------
+ * Anonymize (set.c)
+ * ----------
+ */
+extern void ttl_set_check(Relation rel, TtlPolicy *policy);
+
+/* ----------
+ * Purge windows (window.c)
+ * ----------
+ */
+extern char *ttl_window_normalize(const char *text);
+extern void ttl_window_read(const char *text, TtlWindows *w);
+extern bool ttl_window_find(TtlPolicy *policy, TimestampTz now,
+							TimestampTz *from, TimestampTz *until);
+extern TimestampTz ttl_window_due(TtlPolicy *policy, TimestampTz t);
+extern double ttl_window_share(TtlPolicy *policy);
 
 /* ----------
  * Filters (filter.c)
@@ -496,6 +538,11 @@ typedef struct TtlPass
 	Oid			failing_relid;
 	ItemPointerData failing_tid;
 	TransactionId failing_xmin;
+	/* the cap (cap.c), computed at the pass's first batch */
+	bool		cap_done;
+	bool		cap_active;		/* rows below cap_bound go, expired or not */
+	Datum		cap_bound;		/* in the key's type, in cxt */
+	int64		cap_excess;		/* rows over the cap as the pass began */
 } TtlPass;
 
 /* what a helper needs to run its lead's pass (parallel.c) */
@@ -514,6 +561,9 @@ typedef struct TtlBatchResult
 	int64		deleted;		/* rows deleted, archived or soft-deleted */
 	int64		archived;		/* of which archived */
 	int64		soft_deleted;	/* of which soft-deleted */
+	int64		anonymized;		/* of which anonymized */
+	int64		capped;			/* of which deleted beyond max_rows before
+								 * they expired (cap.c) */
 	int64		partitions_dropped;
 	int64		skipped_locked;	/* rows skipped because another xact had them */
 	int64		left;			/* expired rows found and not deleted */
@@ -621,6 +671,8 @@ typedef struct TtlStatsCounters
 	int64		errors;
 	int64		rows_archived;
 	int64		rows_soft_deleted;
+	int64		rows_anonymized;
+	int64		rows_capped;
 	int64		partitions_dropped;
 	int64		rows_held;		/* gauge: left in place by the last pass */
 	int64		last_pass_rows; /* gauge: rows the last complete pass took */

@@ -30,10 +30,14 @@
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
+#include "catalog/pg_type.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		24
+#define TTL_STATS_COLS		27
+#define TTL_STATS_COLS_1_3	24
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
 #define TTL_STATS_COLS_1_0	13
@@ -158,6 +162,40 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 }
 
 /*
+ * ttl_views_window
+ *		next_window: the purge window the policy is in, or its next one
+ *		(window.c); NULL without windows, and for windows that cannot be
+ *		read.  Fills one column.
+ */
+static int
+ttl_views_window(TtlPolicy *p, TimestampTz now, Datum *values, bool *nulls, int i)
+{
+	TimestampTz from;
+	TimestampTz until;
+	RangeBound	lower;
+	RangeBound	upper;
+	TypeCacheEntry *typcache;
+
+	if (p->windows.n <= 0)
+	{
+		nulls[i] = true;
+		return i + 1;
+	}
+	(void) ttl_window_find(p, now, &from, &until);
+	typcache = lookup_type_cache(TSTZRANGEOID, TYPECACHE_RANGE_INFO);
+	lower.val = TimestampTzGetDatum(from);
+	lower.infinite = false;
+	lower.inclusive = true;
+	lower.lower = true;
+	upper.val = TimestampTzGetDatum(until);
+	upper.infinite = false;
+	upper.inclusive = false;
+	upper.lower = false;
+	values[i] = RangeTypePGetDatum(ttl_make_range(typcache, &lower, &upper));
+	return i + 1;
+}
+
+/*
  * ttl_index_policy_stats
  *		One row per policy of the current database (see the top of the
  *		file).
@@ -173,7 +211,8 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_2 &&
+	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_3 &&
+		natts != TTL_STATS_COLS_1_2 &&
 		natts != TTL_STATS_COLS_1_1 && natts != TTL_STATS_COLS_1_0)
 		elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
 			 natts);
@@ -242,6 +281,9 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		values[i++] = Float8GetDatum(c.expiry_rate);
 		values[i++] = Float8GetDatum(c.delete_rate);
 		values[i++] = BoolGetDatum(c.falling_behind);
+		values[i++] = Int64GetDatum(c.rows_capped);
+		values[i++] = Int64GetDatum(c.rows_anonymized);
+		i = ttl_views_window(p, now, values, nulls, i);
 		Assert(i == TTL_STATS_COLS);
 
 		/*

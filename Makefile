@@ -13,6 +13,7 @@ OBJS = \
 	src/api.o \
 	src/backlog.o \
 	src/batch.o \
+	src/cap.o \
 	src/catalog.o \
 	src/citus.o \
 	src/citus_follow.o \

@@ -131,6 +131,13 @@ typedef struct TtlBatch
 	bool		snapshot;
 	ErrorContextCallback errcallback;
 	TtlCutoff	cutoff;
+	/* the pass's cap moved the cut-off above the expiry's (cap.c) */
+	bool		capping;
+	Datum		ttl_bound;		/* the expiry's bound: rows at or above it
+								 * are taken for the cap */
+	FmgrInfo	less;			/* the key's "<", when capping */
+	int64		capped_collected;	/* rows collected for the statement
+									 * that were taken for the cap */
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
 	instr_time	start;
@@ -350,6 +357,15 @@ ttl_batch_begin(TtlBatch *b)
 
 	ttl_cutoff_compute(t->keytype, b->policy->unit_ns, b->zone, b->pass->now,
 					   b->policy->expire_after, &b->cutoff);
+	{
+		RegProcedure less = ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber);
+
+		b->capping = ttl_cap_cutoff(b->policy, b->pass, t->keytype, b->zone, less,
+									b->irel->rd_indcollation[0], &b->cutoff,
+									&b->ttl_bound);
+		if (b->capping)
+			fmgr_info(less, &b->less);
+	}
 	if (t->filter != NULL)
 	{
 		b->estate = CreateExecutorState();
@@ -638,6 +654,9 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 								  b->via_parent, tids, ntids, &b->cutoff);
 	result->deleted += processed;
 	result->left += ntids - (int64) processed;
+	/* those taken for the cap, as far as the statement took them */
+	result->capped += Min(b->capped_collected, (int64) processed);
+	b->capped_collected = 0;
 	if (b->policy->action == TTL_ACTION_ARCHIVE)
 		result->archived += processed;
 	else if (b->policy->action == TTL_ACTION_SOFT_DELETE)
@@ -732,6 +751,19 @@ ttl_batch_begin_scan(TtlBatch *b)
 }
 
 /*
+ * ttl_batch_capped
+ *		Whether a row taken with this key is taken for the cap: its key is
+ *		not below the expiry's bound (cap.c).
+ */
+static inline bool
+ttl_batch_capped(TtlBatch *b, bool isnull, Datum key)
+{
+	return b->capping && !isnull &&
+		!DatumGetBool(FunctionCall2Coll(&b->less, b->irel->rd_indcollation[0],
+										key, b->ttl_bound));
+}
+
+/*
  * ttl_batch_take_row
  *		One row the scan found visible, with its entry's key: left in place
  *		(held back, not expired after all near a change of offset, not
@@ -774,6 +806,8 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 			take->tids[take->ntids] = slot->tts_tid;
 			take->xmins[take->ntids] = xmin;
 			take->ntids++;
+			if (ttl_batch_capped(b, isnull, key))
+				b->capped_collected++;
 		}
 		return false;
 	}
@@ -787,6 +821,8 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 	{
 		case TM_Ok:
 			result->deleted++;
+			if (ttl_batch_capped(b, isnull, key))
+				result->capped++;
 			return true;
 		case TM_BeingModified:
 			result->skipped_locked++;

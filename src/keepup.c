@@ -37,6 +37,15 @@
  * That happens when the worker cannot keep up even at full speed, or with
  * ttl_index.keep_up off.
  *
+ * Purge windows (window.c).  A policy that may purge only some hours of
+ * the day must delete a day's rows in those hours: the pace keep-up asks
+ * for is the expiry rate divided by the share of the day its windows
+ * cover.  The rate itself is measured between the passes inside a window,
+ * as rows expire all day; a window's first pass, after hours without one,
+ * is the backlog and takes no rate.  A window that closes before its pass
+ * is over leaves expired rows to the next: the policy is falling behind
+ * until a pass ends inside a window, and the worker says so once.
+ *
  * Locking: none; process-local state kept in the worker's schedule entry.
  *
  *-------------------------------------------------------------------------
@@ -79,6 +88,7 @@ ttl_keepup_pass_done(TtlKeepUp *k, TimestampTz start, TimestampTz end, int64 row
 	growing = k->prev_start != 0 && ms >= TTL_KEEPUP_SHORT_MS && rows > k->prev_rows;
 	k->prev_start = start;
 	k->prev_rows = rows;
+	k->window_missed = false;
 	if (!growing)
 	{
 		k->growing_passes = 0;
@@ -116,17 +126,43 @@ ttl_keepup_pass_done(TtlKeepUp *k, TimestampTz start, TimestampTz end, int64 row
 bool
 ttl_keepup_behind(TtlKeepUp *k)
 {
-	return k->growing_passes >= TTL_KEEPUP_BEHIND_PASSES;
+	return k->growing_passes >= TTL_KEEPUP_BEHIND_PASSES || k->window_missed;
+}
+
+/*
+ * ttl_keepup_window_closed
+ *		The policy's purge window closed before its pass ended: falling
+ *		behind until a pass ends.  Said once per run of such windows.
+ *		Needs a transaction (the zone's name for the message).
+ */
+void
+ttl_keepup_window_closed(TtlKeepUp *k, const char *relname, const char *column,
+						 TimestampTz opens)
+{
+	bool		first = !k->window_missed;
+
+	k->window_missed = true;
+	if (first && !k->warned)
+	{
+		k->warned = true;
+		ereport(WARNING,
+				(errmsg("ttl_index: the purge window of %s closed with expired rows left", relname),
+				 errdetail("Column %s: the rows wait for the next window, which opens at %s.",
+						   column, timestamptz_to_str(opens)),
+				 errhint("Widen the window with ttl_create_index(..., purge_window => ...), or raise ttl_index.busy_share so that the worker gives way less inside it.")));
+	}
 }
 
 /*
  * ttl_keepup_pause_ms
  *		Cut a pause of giving way short, so that the pass in hand (begun at
  *		pass_start, `rows` deleted so far) deletes at least expiry_rate plus
- *		the margin.  Returns the pause to take.
+ *		the margin, over the share of the day its windows cover.  Returns
+ *		the pause to take.
  */
 long
-ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows, long pause_ms)
+ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows, long pause_ms,
+					double window_share)
 {
 	double		target;
 	double		elapsed_s;
@@ -134,7 +170,8 @@ ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows, long pause
 
 	if (!ttl_keep_up || k->expiry_rate <= 0 || pause_ms <= 0)
 		return pause_ms;
-	target = k->expiry_rate * (1.0 + TTL_KEEPUP_MARGIN);
+	/* a day's rows in the hours of its windows */
+	target = k->expiry_rate * (1.0 + TTL_KEEPUP_MARGIN) / Max(window_share, 0.001);
 	elapsed_s = (double) (GetCurrentTimestamp() - pass_start) / 1000000.0;
 	allowed_ms = ((double) rows / target - elapsed_s) * 1000.0;
 	if (allowed_ms <= 0)

@@ -429,7 +429,8 @@ ttl_launcher_end_turns(TimestampTz now, int nwaiting, Latch **latches)
 		if (!OidIsValid(slot->dboid) || !slot->worker_running || slot->pid == 0 ||
 			slot->turn_over)
 			continue;
-		idle = strcmp(slot->progress.phase, "sleeping") == 0 &&
+		idle = (strcmp(slot->progress.phase, "sleeping") == 0 ||
+				strcmp(slot->progress.phase, "waiting for a purge window") == 0) &&
 			TimestampDifferenceExceeds(slot->turn_started, now, TTL_IDLE_TURN_MS);
 		if (idle || TimestampDifferenceExceeds(slot->turn_started, now,
 											   ttl_database_turn * 1000L))

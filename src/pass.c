@@ -145,6 +145,8 @@ ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
 	}
 	pass->previous = NULL;
 	ttl_pass_end(previous);
+	/* over its cap: the second cut-off of this pass (cap.c) */
+	ttl_cap_compute(policy, pass);
 }
 
 /*

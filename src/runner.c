@@ -3,7 +3,9 @@
  * runner.c
  *	  ttl_runner(): one full pass over every enabled policy of the current
  *	  database whose table the caller owns (superusers: all), now, in the
- *	  caller's transaction, with the same engine as the worker.
+ *	  caller's transaction, with the same engine as the worker.  A policy
+ *	  outside its purge window (window.c) is left alone, with a NOTICE: its
+ *	  windows are the hours its table may bear a purge in.
  *
  * It deletes what the worker would: the cutoff, the rows and the figures do
  * not depend on the calling session (its TimeZone, search_path, DateStyle,
@@ -41,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "batch.h"
 #include "ttl_index.h"
@@ -264,6 +267,7 @@ ttl_runner(PG_FUNCTION_ARGS)
 	List	   *policies;
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz opens;
 	int64		total = 0;
 
 	/* a session's state, not a policy's failure: say it once */
@@ -287,6 +291,17 @@ ttl_runner(PG_FUNCTION_ARGS)
 			continue;
 		if (!has_privs_of_role(GetUserId(), ttl_table_owner(p->relid)))
 			continue;
+		if (!ttl_window_find(p, now, &opens, NULL))
+		{
+			/* the hours it may purge in are the operator's word (window.c) */
+			ereport(NOTICE,
+					(errmsg("ttl_index: the policy on %s, column %s, is outside its purge window",
+							ttl_qualified_relname(p->relid), p->column_name),
+					 p->windows.n < 0 ?
+					 errdetail("Its purge_window \"%s\" cannot be read.", p->purge_window) :
+					 errdetail("Its next window opens at %s.", timestamptz_to_str(opens))));
+			continue;
+		}
 		total += ttl_runner_policy(p, now);
 	}
 	ttl_stats_defer(false);

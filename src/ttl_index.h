@@ -593,6 +593,15 @@ extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
 extern void ttl_pass_no_index_error(TtlPolicy *policy, int elevel);
 
 /* ----------
+ * Size caps (cap.c)
+ * ----------
+ */
+extern void ttl_cap_compute(TtlPolicy *policy, TtlPass *pass);
+extern bool ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype,
+						   struct pg_tz *zone, RegProcedure less, Oid collation,
+						   TtlCutoff *cutoff, Datum *ttl_bound);
+
+/* ----------
  * The replication origin of the worker's changes (origin.c)
  * ----------
  */
@@ -875,13 +884,16 @@ typedef struct TtlKeepUp
 	int			growing_passes; /* passes in a row longer than the last */
 	TimestampTz growing_since;
 	bool		warned;			/* said it is falling behind */
+	bool		window_missed;	/* a purge window closed on its pass */
 } TtlKeepUp;
 
 extern void ttl_keepup_pass_done(TtlKeepUp *k, TimestampTz start, TimestampTz end,
 								 int64 rows, const char *relname, const char *column);
 extern bool ttl_keepup_behind(TtlKeepUp *k);
 extern long ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows,
-								long pause_ms);
+								long pause_ms, double window_share);
+extern void ttl_keepup_window_closed(TtlKeepUp *k, const char *relname,
+									 const char *column, TimestampTz opens);
 
 /* ----------
  * Pacing for replicas (replicas.c)

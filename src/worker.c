@@ -115,6 +115,7 @@ typedef struct TtlSchedEntry
 	bool		caught_up;		/* the last pass ended with nothing left */
 	bool		warned_no_index;	/* said once that the index is missing */
 	bool		origin_waiting; /* its last batch waited for an origin */
+	bool		window_wait;	/* outside its purge window with work left */
 	TimestampTz oldest_expiry;	/* as the last pass's probe saw it
 								 * (TtlHealth) */
 	Oid			owner;			/* the table's owner, at the last reload */
@@ -148,6 +149,7 @@ static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 static bool ttl_worker_nap(const char *phase, long ms);
 static void ttl_worker_entry_free(TtlSchedEntry *e);
 static void ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass);
+static void ttl_worker_window_closed(TtlSchedEntry *e);
 
 /*
  * A policy's place in the schedule.  due is TTL_DUE_IN_PASS while the entry
@@ -267,7 +269,8 @@ ttl_worker_due(TtlSchedEntry *e)
 		return TTL_DUE_IN_PASS;
 	if (!e->policy.enabled)
 		return DT_NOEND;
-	return Max(e->next_check, e->retry_after);
+	/* outside its purge windows, at the next opening (window.c) */
+	return ttl_window_due(&e->policy, Max(e->next_check, e->retry_after));
 }
 
 /*
@@ -283,7 +286,9 @@ ttl_worker_slot_set(TtlSchedSlot *slot, TtlSchedEntry *e)
 	slot->due = ttl_worker_due(e);
 	/* read at every wake-up: from the slots, not through each entry */
 	slot->origin_waiting = e->origin_waiting;
+	/* a policy with windows goes through its entry: its due time moves */
 	slot->idle = e->pass == NULL && e->policy.enabled && e->caught_up &&
+		e->policy.windows.n == 0 &&
 		!e->next_expiry_unknown && e->writes_known && e->nwatched == 1 &&
 		e->watched[0] == e->policy.relid;
 	if (slot->idle)
@@ -591,6 +596,9 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 
 	e->row_limit = pass->row_limit;
 	e->next_check = ttl_worker_recheck_at(now);
+	/* the next pass of a capped policy counts with this one's deletes (cap.c) */
+	if (e->policy.max_rows > 0)
+		pgstat_report_stat(true);
 	switch (result->outcome)
 	{
 		case TTL_BATCH_DONE:
@@ -662,6 +670,38 @@ ttl_worker_origin_wait(TtlSchedEntry *e)
 	e->pass = NULL;
 	e->retry_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ttl_max_sleep);
 	e->origin_waiting = true;
+}
+
+/*
+ * ttl_worker_window_closed
+ *		The policy's purge window closed during its pass: the pass ends
+ *		after the batch it had, its rows left for the next window, which
+ *		the schedule waits for (ttl_worker_due).  A window that closes
+ *		with expired rows left is falling behind (keepup.c); the views say
+ *		the rows wait for the window.
+ */
+static void
+ttl_worker_window_closed(TtlSchedEntry *e)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz opens;
+	char	   *relname;
+
+	(void) ttl_window_find(&e->policy, now, &opens, NULL);
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	relname = ttl_qualified_relname(e->policy.relid);
+	ttl_keepup_window_closed(&e->keepup, relname ? relname : "?",
+							 e->policy.column_name, opens);
+	CommitTransactionCommand();
+	ttl_stats_set_rates(MyDatabaseId, &e->policy, e->keepup.expiry_rate,
+						e->keepup.delete_rate, ttl_keepup_behind(&e->keepup));
+	ttl_pass_end(e->pass);
+	e->pass = NULL;
+	e->caught_up = false;
+	e->window_wait = true;
+	e->next_check = now;
+	ttl_worker_health(e, "waiting for its purge window", NULL);
 }
 
 /*
@@ -1066,6 +1106,22 @@ ttl_worker_admit(TimestampTz now)
 			ttl_worker_slot_set(slot, e);
 			continue;
 		}
+		if (!ttl_window_find(&e->policy, now, NULL, NULL))
+		{
+			/* due, but its window has closed meanwhile: at the next one */
+			e->next_check = now;
+			if (!e->window_wait &&
+				(!e->caught_up || e->next_expiry_unknown ||
+				 (e->next_expiry != 0 && e->next_expiry <= now)))
+			{
+				/* rows have expired, or may have: they wait for the window */
+				e->window_wait = true;
+				ttl_worker_health(e, "waiting for its purge window", NULL);
+			}
+			ttl_worker_slot_set(slot, e);
+			continue;
+		}
+		e->window_wait = false;
 		e->caught_up = false;
 		e->last_pass_at = now;
 		e->next_expiry = 0;
@@ -1225,7 +1281,8 @@ ttl_worker_yield(TtlSchedEntry *e, int64 batch_us)
 
 	/* never so long that the policy's pass falls behind (keepup.c) */
 	if (e->pass != NULL)
-		ms = ttl_keepup_pause_ms(&e->keepup, e->pass->now, e->pass->pass_rows, ms);
+		ms = ttl_keepup_pause_ms(&e->keepup, e->pass->now, e->pass->pass_rows, ms,
+								 ttl_window_share(&e->policy));
 
 	/* in slices, so that a long pause ends once the application stops */
 	while (ms > 0)
@@ -1350,6 +1407,7 @@ ttl_worker_run(void)
 	int64		batch_us;
 	bool		any;
 	bool		origin_waiting;
+	bool		window_wait;
 
 	any = ttl_worker_admit(now);
 
@@ -1370,6 +1428,14 @@ ttl_worker_run(void)
 
 			if (slot->due != TTL_DUE_IN_PASS)
 				continue;
+			/* its purge window closed: the pass ends here (window.c) */
+			if (e->policy.windows.n != 0 &&
+				!ttl_window_find(&e->policy, GetCurrentTimestamp(), NULL, NULL))
+			{
+				ttl_worker_window_closed(e);
+				ttl_worker_slot_set(slot, e);
+				continue;
+			}
 			/* an owner past its share of this round waits for the next */
 			share = ttl_worker_owner_share(shares, nshares, e->owner);
 			if (share != NULL && nshares > 1 &&
@@ -1412,11 +1478,13 @@ ttl_worker_run(void)
 	}
 
 	origin_waiting = false;
+	window_wait = false;
 	now = GetCurrentTimestamp();
 	wake = TimestampTzPlusMilliseconds(now, ttl_max_sleep);
 	for (int i = 0; i < ScheduleLen; i++)
 	{
 		origin_waiting |= Schedule[i].origin_waiting;
+		window_wait |= Schedule[i].e->window_wait && Schedule[i].e->policy.enabled;
 		/*
 		 * In a build with asserts: no slot is out of step with its entry.
 		 * An idle re-check moves due past the entry's next_check, never
@@ -1428,7 +1496,8 @@ ttl_worker_run(void)
 			   Schedule[i].due == DT_NOEND);
 		wake = Min(wake, Schedule[i].due);
 	}
-	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" : "sleeping");
+	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" :
+					   window_wait ? "waiting for a purge window" : "sleeping");
 	if (wake <= now)
 		return 0;
 	return (long) ((wake - now + 999) / 1000);

@@ -1,0 +1,218 @@
+/*-------------------------------------------------------------------------
+ *
+ * cap.c
+ *	  Size caps: at most max_rows rows in a policy's table, the oldest by
+ *	  the TTL column going first, expired or not
+ *	  (ttl_create_index(..., max_rows => N)).
+ *
+ * A cap is a second cut-off.  At a pass's first batch, the rows over the
+ * cap are counted, and the key of the last of that many oldest rows is
+ * read from the policy's index; every batch of the pass then deletes the
+ * rows at or below that key as well as the expired ones, with the same
+ * engine, in the same bounded batches, at the same pace (batch.c).  The
+ * rows it takes that had not expired are counted apart (rows_capped).
+ *
+ * The count is PostgreSQL's own count of live rows, the one autovacuum
+ * reads (pg_stat_get_live_tuples: every committed insert and delete, a
+ * second or so after its commit, and the estimate of the last VACUUM or
+ * ANALYZE), summed over the tables the policy purges.  Counting the rows
+ * themselves would read the whole table at every pass; reading the key of
+ * the last row over the cap reads as many index entries as the pass will
+ * delete rows anyway.  So the table is held at its cap as closely as that
+ * count follows it, and the worker hands its own deletes to it at the end
+ * of each pass of a capped policy, before the next pass counts again.
+ * When fewer rows have a key than the count says are over the cap (rows
+ * with a NULL key never go), nothing is taken for the cap in that pass:
+ * a count that is ahead of the table must never empty it.
+ *
+ * Ties at the cut go together: with a date column, the rows of the day of
+ * the last row over the cap all go (the table then holds fewer than
+ * max_rows).  With a numeric column, whose keys have no next value, the
+ * rows of that key stay (the table holds a few more).
+ *
+ * Citus: each node caps the shards it holds at its share of the cap,
+ * max_rows times its shards over the table's shards.
+ *
+ * Locking: runs in the batch's transaction; the key is read as the table's
+ * owner (its row-level security applies, as to the purge), with
+ * AccessShareLock on the tables read.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datum.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "ttl_index.h"
+
+/*
+ * ttl_cap_live_rows
+ *		The live rows of the pass's tables, as the cumulative statistics
+ *		count them.
+ */
+static int64
+ttl_cap_live_rows(TtlPass *pass)
+{
+	int64		live = 0;
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+
+		live += DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples,
+												  ObjectIdGetDatum(t->relid)));
+	}
+	return live;
+}
+
+/*
+ * ttl_cap_share
+ *		The cap of the tables this server holds: all of it, or on a Citus
+ *		node its shards' share.  The caller is connected to SPI.
+ */
+static int64
+ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	int64		shards;
+	bool		isnull;
+
+	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+		return policy->max_rows;
+	values[0] = ObjectIdGetDatum(policy->relid);
+	if (SPI_execute_with_args("SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard"
+							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not count the shards of table %u", policy->relid);
+	shards = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										 &isnull));
+	if (shards <= 0)
+		return policy->max_rows;
+	/* rounded up: the nodes' shares never sum below the cap */
+	return (policy->max_rows * list_length(pass->targets) + shards - 1) / shards;
+}
+
+/*
+ * ttl_cap_sql
+ *		The query for the key of the $1-th oldest row (0-based) of the
+ *		pass's tables: over the policy's table (its partitions or children
+ *		with it), or over the shards this node holds.
+ */
+static char *
+ttl_cap_sql(TtlPolicy *policy, TtlPass *pass)
+{
+	const char *col = quote_identifier(policy->column_name);
+	StringInfoData from;
+	ListCell   *lc;
+
+	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+		return psprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s OFFSET $1 LIMIT 1",
+						col, ttl_qualified_relname(policy->relid), col, col);
+	initStringInfo(&from);
+	foreach(lc, pass->targets)
+	{
+		TtlTarget  *t = (TtlTarget *) lfirst(lc);
+
+		appendStringInfo(&from, "%sSELECT %s AS k FROM ONLY %s",
+						 from.len > 0 ? " UNION ALL " : "", col,
+						 ttl_qualified_relname(t->relid));
+	}
+	return psprintf("SELECT k FROM (%s) s WHERE k IS NOT NULL ORDER BY k OFFSET $1 LIMIT 1",
+					from.data);
+}
+
+/*
+ * ttl_cap_compute
+ *		At the pass's first batch, once its targets are listed: whether the
+ *		tables are over the cap, and if so the key below which rows go
+ *		(pass->cap_bound, in the key's type, see ttl_cap_cutoff).
+ */
+void
+ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
+{
+	TtlOwnerSave save;
+	int64		cap;
+	int64		live;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	Oid			keytype;
+	int16		typlen;
+	bool		typbyval;
+	bool		isnull;
+	Datum		key;
+	int64		ordinal;
+
+	pass->cap_done = true;
+	pass->cap_active = false;
+	pass->cap_excess = 0;
+	if (policy->max_rows <= 0 || pass->targets == NIL)
+		return;
+
+	ttl_owner_enter(ttl_table_owner(policy->relid), &save);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	cap = ttl_cap_share(policy, pass);
+	live = ttl_cap_live_rows(pass);
+	if (live > cap)
+	{
+		values[0] = Int64GetDatum(live - cap - 1);
+		if (SPI_execute_with_args(ttl_cap_sql(policy, pass), 1, argtypes, values, NULL,
+								  true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
+		if (SPI_processed == 1)
+		{
+			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
+			key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			get_typlenbyval(keytype, &typlen, &typbyval);
+			/* the rows of the last key over the cap go with it (see above) */
+			if (ttl_key_ordinal(keytype, key, &ordinal) && ordinal < PG_INT64_MAX)
+				key = ttl_key_from_ordinal(keytype, ordinal + 1);
+			pass->cap_bound = datumCopy(key, typbyval, typlen);
+			pass->cap_active = true;
+			pass->cap_excess = live - cap;
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	ttl_owner_leave(&save);
+}
+
+/*
+ * ttl_cap_cutoff
+ *		A batch's cut-off, with the pass's cap: when the cap's bound is above
+ *		the expiry's, the batch takes every row below it, and the statement
+ *		compares with it (the limit, for wall-clock keys, is the instant of
+ *		that bound in the policy's zone).  less is the index's "<" on the
+ *		key.  Returns whether the cap moved the cut-off; *ttl_bound is the
+ *		expiry's bound either way.
+ */
+bool
+ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone,
+			   RegProcedure less, Oid collation, TtlCutoff *cutoff, Datum *ttl_bound)
+{
+	*ttl_bound = cutoff->bound;
+	if (!pass->cap_active ||
+		!DatumGetBool(OidFunctionCall2Coll(less, collation, cutoff->bound, pass->cap_bound)))
+		return false;
+	cutoff->bound = pass->cap_bound;
+	cutoff->safe_bound = pass->cap_bound;
+	cutoff->recheck = false;
+	if (keytype == TIMESTAMPTZOID)
+		cutoff->limit = DatumGetTimestampTz(pass->cap_bound);
+	else if (keytype == TIMESTAMPOID && policy->unit_ns == 0)
+		cutoff->limit = ttl_local_instant(DatumGetTimestamp(pass->cap_bound), zone);
+	else if (keytype == DATEOID && policy->unit_ns == 0)
+		cutoff->limit = ttl_local_instant((Timestamp) DatumGetDateADT(pass->cap_bound) * USECS_PER_DAY,
+										  zone);
+	return true;
+}

@@ -19,8 +19,10 @@
  * themselves would read the whole table at every pass; reading the key of
  * the last row over the cap reads as many index entries as the pass will
  * delete rows anyway.  So the table is held at its cap as closely as that
- * count follows it, and the worker hands its own deletes to it at the end
- * of each pass of a capped policy, before the next pass counts again.
+ * count follows it.  This process's own inserts and deletes not reported
+ * yet are added (pg_stat_get_xact_*), and the worker reports its deletes
+ * at the end of each pass of a capped policy, so that the next pass never
+ * counts rows it already deleted.
  * When fewer rows have a key than the count says are over the cap (rows
  * with a NULL key never go), nothing is taken for the cap in that pass:
  * a count that is ahead of the table must never empty it.
@@ -56,7 +58,9 @@
 /*
  * ttl_cap_live_rows
  *		The live rows of the pass's tables, as the cumulative statistics
- *		count them.
+ *		count them, with the inserts and deletes this process has not
+ *		reported to them yet (ttl_runner(): the caller's session; the
+ *		worker reports its own at the end of each capped pass).
  */
 static int64
 ttl_cap_live_rows(TtlPass *pass)
@@ -68,8 +72,12 @@ ttl_cap_live_rows(TtlPass *pass)
 	{
 		TtlTarget  *t = (TtlTarget *) lfirst(lc);
 
-		live += DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples,
-												  ObjectIdGetDatum(t->relid)));
+		Datum		relid = ObjectIdGetDatum(t->relid);
+
+		/* and this process's rows not handed to them yet */
+		live += DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples, relid)) +
+			DatumGetInt64(DirectFunctionCall1(pg_stat_get_xact_tuples_inserted, relid)) -
+			DatumGetInt64(DirectFunctionCall1(pg_stat_get_xact_tuples_deleted, relid));
 	}
 	return live;
 }

@@ -41,6 +41,21 @@ SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() AS purged;
 SELECT count(*), min(id), max(id), count(*) FILTER (WHERE msg = 'new') AS new_rows FROM wc.log;
 
+-- 1b. A count reset (a crash, pg_stat_reset(), a promotion) starts from
+-- zero while the table keeps its rows: not trusted, the cap is read from
+-- the newest rows instead, exactly
+CREATE TABLE wc.reset (id int PRIMARY KEY, at timestamptz NOT NULL);
+SELECT ttl_create_index('wc.reset', 'at', NULL, max_rows => 100) > 0 AS created;
+INSERT INTO wc.reset SELECT i, now() - i * interval '1 second' FROM generate_series(1, 400) i;
+SELECT pg_stat_force_next_flush();
+RESET ROLE;
+ANALYZE wc.reset;
+SELECT pg_stat_reset_single_table_counters('wc.reset'::regclass);
+SET ROLE ttl_wc_owner;
+SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'wc.reset'::regclass;
+SELECT ttl_runner() AS purged;
+SELECT count(*), min(id), max(id) FROM wc.reset;
+
 -- 2. A cap beside a TTL: the expired rows go, then the oldest of the rest
 CREATE TABLE wc.feed (id int PRIMARY KEY, at timestamptz NOT NULL);
 SELECT ttl_create_index('wc.feed', 'at', interval '1 hour', max_rows => 1500) > 0 AS created;

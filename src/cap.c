@@ -22,10 +22,18 @@
  * count follows it.  This process's own inserts and deletes not reported
  * yet are added (pg_stat_get_xact_*), and the worker reports its deletes
  * at the end of each pass of a capped policy, so that the next pass never
- * counts rows it already deleted.
- * When fewer rows have a key than the count says are over the cap (rows
- * with a NULL key never go), nothing is taken for the cap in that pass:
- * a count that is ahead of the table must never empty it.
+ * counts rows it already deleted.  When fewer rows have a key than the
+ * count says are over the cap (rows with a NULL key never go), nothing is
+ * taken for the cap in that pass: a count ahead of the table must never
+ * empty it.
+ *
+ * A crash, pg_stat_reset() or a promotion starts the counts again from
+ * zero while the table keeps its rows: the count is then below the size
+ * the table was last measured at (pg_class.reltuples), with no VACUUM or
+ * ANALYZE since.  Such a count is not trusted, and until autovacuum
+ * measures the table again each pass reads the key of the first row past
+ * the cap from the newest end instead: exact, and as many index entries
+ * as the cap.
  *
  * Ties at the cut go together: with a date column, the rows of the day of
  * the last row over the cap all go (the table then holds fewer than
@@ -44,6 +52,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
@@ -60,26 +69,43 @@
  *		The live rows of the pass's tables, as the cumulative statistics
  *		count them, with the inserts and deletes this process has not
  *		reported to them yet (ttl_runner(): the caller's session; the
- *		worker reports its own at the end of each capped pass).
+ *		worker reports its own at the end of each capped pass).  Returns
+ *		false when the count cannot be trusted (see the top of the file).
+ *		The caller is connected to SPI.
  */
-static int64
-ttl_cap_live_rows(TtlPass *pass)
+static bool
+ttl_cap_live_rows(TtlPass *pass, int64 *live)
 {
-	int64		live = 0;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+	Datum	   *relids = palloc(sizeof(Datum) * list_length(pass->targets));
+	int			n = 0;
 	ListCell   *lc;
+	bool		isnull;
+	bool		trusted;
 
 	foreach(lc, pass->targets)
-	{
-		TtlTarget  *t = (TtlTarget *) lfirst(lc);
-
-		Datum		relid = ObjectIdGetDatum(t->relid);
-
-		/* and this process's rows not handed to them yet */
-		live += DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples, relid)) +
-			DatumGetInt64(DirectFunctionCall1(pg_stat_get_xact_tuples_inserted, relid)) -
-			DatumGetInt64(DirectFunctionCall1(pg_stat_get_xact_tuples_deleted, relid));
-	}
-	return live;
+		relids[n++] = ObjectIdGetDatum(((TtlTarget *) lfirst(lc))->relid);
+	values[0] = PointerGetDatum(construct_array(relids, n, OIDOID, sizeof(Oid), true,
+												TYPALIGN_INT));
+	if (SPI_execute_with_args("SELECT coalesce(pg_catalog.sum(pg_catalog.pg_stat_get_live_tuples(c.oid)"
+							  "   OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid)"
+							  "   OPERATOR(pg_catalog.-) pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid)), 0)::pg_catalog.int8,"
+							  " coalesce(pg_catalog.bool_and("
+							  "   coalesce(pg_catalog.pg_stat_get_last_vacuum_time(c.oid),"
+							  "            pg_catalog.pg_stat_get_last_autovacuum_time(c.oid),"
+							  "            pg_catalog.pg_stat_get_last_analyze_time(c.oid),"
+							  "            pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid)) IS NOT NULL"
+							  "   OR c.reltuples OPERATOR(pg_catalog.<) 0"
+							  "   OR pg_catalog.pg_stat_get_live_tuples(c.oid) OPERATOR(pg_catalog.>=) c.reltuples), true)"
+							  " FROM pg_catalog.pg_class c"
+							  " WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count the live rows of a capped table");
+	*live = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	trusted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return trusted;
 }
 
 /*
@@ -112,20 +138,21 @@ ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
 
 /*
  * ttl_cap_sql
- *		The query for the key of the $1-th oldest row (0-based) of the
- *		pass's tables: over the policy's table (its partitions or children
- *		with it), or over the shards this node holds.
+ *		The query for the key of the $1-th oldest (or newest) row, from 0,
+ *		of the pass's tables: over the policy's table (its partitions or
+ *		children with it), or over the shards this node holds.
  */
 static char *
-ttl_cap_sql(TtlPolicy *policy, TtlPass *pass)
+ttl_cap_sql(TtlPolicy *policy, TtlPass *pass, bool newest)
 {
+	const char *order = newest ? " DESC" : "";
 	const char *col = quote_identifier(policy->column_name);
 	StringInfoData from;
 	ListCell   *lc;
 
 	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
-		return psprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s OFFSET $1 LIMIT 1",
-						col, ttl_qualified_relname(policy->relid), col, col);
+		return psprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s%s OFFSET $1 LIMIT 1",
+						col, ttl_qualified_relname(policy->relid), col, col, order);
 	initStringInfo(&from);
 	foreach(lc, pass->targets)
 	{
@@ -135,8 +162,8 @@ ttl_cap_sql(TtlPolicy *policy, TtlPass *pass)
 						 from.len > 0 ? " UNION ALL " : "", col,
 						 ttl_qualified_relname(t->relid));
 	}
-	return psprintf("SELECT k FROM (%s) s WHERE k IS NOT NULL ORDER BY k OFFSET $1 LIMIT 1",
-					from.data);
+	return psprintf("SELECT k FROM (%s) s WHERE k IS NOT NULL ORDER BY k%s OFFSET $1 LIMIT 1",
+					from.data, order);
 }
 
 /*
@@ -159,10 +186,11 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	bool		isnull;
 	Datum		key;
 	int64		ordinal;
+	int64		offset;
+	bool		newest;
 
 	pass->cap_done = true;
 	pass->cap_active = false;
-	pass->cap_excess = 0;
 	if (policy->max_rows <= 0 || pass->targets == NIL)
 		return;
 
@@ -170,11 +198,22 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	cap = ttl_cap_share(policy, pass);
-	live = ttl_cap_live_rows(pass);
-	if (live > cap)
+	if (ttl_cap_live_rows(pass, &live))
 	{
-		values[0] = Int64GetDatum(live - cap - 1);
-		if (SPI_execute_with_args(ttl_cap_sql(policy, pass), 1, argtypes, values, NULL,
+		/* the last of the rows over the cap, counted from the oldest */
+		newest = false;
+		offset = live - cap - 1;
+	}
+	else
+	{
+		/* the first row past the cap, counted from the newest */
+		newest = true;
+		offset = cap;
+	}
+	if (offset >= 0)
+	{
+		values[0] = Int64GetDatum(offset);
+		if (SPI_execute_with_args(ttl_cap_sql(policy, pass, newest), 1, argtypes, values, NULL,
 								  true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
 		if (SPI_processed == 1)
@@ -187,7 +226,6 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 				key = ttl_key_from_ordinal(keytype, ordinal + 1);
 			pass->cap_bound = datumCopy(key, typbyval, typlen);
 			pass->cap_active = true;
-			pass->cap_excess = live - cap;
 		}
 	}
 	SPI_finish();

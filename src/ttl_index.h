@@ -542,7 +542,6 @@ typedef struct TtlPass
 	bool		cap_done;
 	bool		cap_active;		/* rows below cap_bound go, expired or not */
 	Datum		cap_bound;		/* in the key's type, in cxt */
-	int64		cap_excess;		/* rows over the cap as the pass began */
 } TtlPass;
 
 /* what a helper needs to run its lead's pass (parallel.c) */

@@ -248,6 +248,8 @@ ttl_worker_entry_new(TtlPolicy *p)
 	e->policy.filter = p->filter ? pstrdup(p->filter) : NULL;
 	e->policy.soft_column = p->soft_column ? pstrdup(p->soft_column) : NULL;
 	e->policy.time_zone = p->time_zone ? pstrdup(p->time_zone) : NULL;
+	e->policy.purge_window = p->purge_window ? pstrdup(p->purge_window) : NULL;
+	e->policy.set_columns = p->set_columns ? pstrdup(p->set_columns) : NULL;
 	if (p->nfilter_funcs > 0)
 	{
 		e->policy.filter_funcs = palloc(sizeof(Oid) * p->nfilter_funcs);

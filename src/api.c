@@ -231,7 +231,8 @@ ttl_api_index_partial(Oid indexoid)
  *		it as ttl_index's: on the key (the column, or ttl_expires_at() of it
  *		and the per-row TTL), partial on the filter when the filter is
  *		immutable (a partial index only holds rows the policy may touch),
- *		else on "not yet soft-deleted" alone when there is a soft delete.
+ *		else on "not yet soft-deleted" alone when there is a soft delete,
+ *		or on "not yet anonymized" alone for an anonymize (set.c).
  *		The name is <table>_<column>_ttl_idx, made unique if taken.
  */
 static void
@@ -249,6 +250,8 @@ ttl_api_create_btree(Oid nsp, const char *relname, const char *colname,
 	else if (t->soft_attnum != 0)
 		where = psprintf("%s IS NULL",
 						 quote_identifier(get_attname(t->relid, t->soft_attnum, false)));
+	else if (t->set_pending_sql != NULL)
+		where = t->set_pending_sql;
 
 	idxname = ChooseRelationName(relname, colname, "ttl_idx", nsp, false);
 	sql = psprintf("CREATE INDEX %s ON %s (%s)%s%s",
@@ -413,8 +416,8 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_rows is only for action 'delete' or 'archive'"),
-				 errdetail("A %s leaves the row in the table, which would stay over its cap.",
-						   policy->action == TTL_ACTION_SOFT_DELETE ? "soft delete" : "anonymized row")));
+				 errdetail("%s leaves the row in the table, which would stay over its cap.",
+						   policy->action == TTL_ACTION_SOFT_DELETE ? "A soft delete" : "Anonymizing")));
 }
 
 /*
@@ -628,7 +631,7 @@ ttl_api_policy_columns(Relation rel, TtlPolicy *policy)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" has a DO INSTEAD rule on %s",
 						RelationGetRelationName(rel),
-						policy->action == TTL_ACTION_SOFT_DELETE ? "UPDATE" : "DELETE"),
+						TTL_ACTION_UPDATES(policy->action) ? "UPDATE" : "DELETE"),
 				 errdetail("The rule would replace what the policy does to expired rows, which would then never be removed."),
 				 errhint("Drop the rule first.")));
 
@@ -684,12 +687,14 @@ ttl_api_index_one(TtlPolicy *policy, Oid relid)
 
 	indexoid = t->indexoid;
 	if (OidIsValid(indexoid) && t->filter != NULL && !ttl_api_index_partial(indexoid) &&
-		(policy->soft_column != NULL || !contain_mutable_functions((Node *) t->filter)))
+		(TTL_ACTION_UPDATES(policy->action) ||
+		 !contain_mutable_functions((Node *) t->filter)))
 	{
 		/*
 		 * A plain index would make every pass re-read the expired rows the
-		 * filter keeps (and a soft delete's marked rows, without end): make
-		 * the partial index the policy can have.
+		 * filter keeps (and a soft delete's marked rows, or an anonymize's
+		 * reset ones, without end): make the partial index the policy can
+		 * have.
 		 */
 		indexoid = InvalidOid;
 	}

@@ -143,7 +143,7 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 	 * a partitioned table has none of its own rows: no estimate.
 	 */
 	if (policy->ttl_column != NULL || policy->filter != NULL ||
-		policy->soft_column != NULL ||
+		policy->soft_column != NULL || policy->action == TTL_ACTION_ANONYMIZE ||
 		get_rel_relkind(relid) != RELKIND_RELATION)
 		return false;
 	typid = getBaseType(get_atttype(relid, attnum));

@@ -401,9 +401,9 @@ ttl_batch_end(TtlBatch *b)
 
 /*
  * ttl_rel_fires_on
- *		Whether a DELETE (an UPDATE, for a soft delete) of the table would
- *		run its row-level triggers (row), or its statement-level triggers
- *		and DO ALSO rules (!row).
+ *		Whether a DELETE (an UPDATE, for a soft delete or an anonymize) of
+ *		the table would run its row-level triggers (row), or its
+ *		statement-level triggers and DO ALSO rules (!row).
  */
 static bool
 ttl_rel_fires_on(Relation rel, TtlAction action, bool row)
@@ -414,7 +414,7 @@ ttl_rel_fires_on(Relation rel, TtlAction action, bool row)
 		return true;
 	if (trig == NULL)
 		return false;
-	if (action == TTL_ACTION_SOFT_DELETE)
+	if (TTL_ACTION_UPDATES(action))
 		return row ?
 			(trig->trig_update_before_row || trig->trig_update_after_row ||
 			 trig->trig_update_instead_row) :
@@ -441,7 +441,7 @@ static bool
 ttl_rel_reaches_out(Relation rel, TtlAction action)
 {
 	TriggerDesc *trig = rel->trigdesc;
-	int			event = action == TTL_ACTION_SOFT_DELETE ? TRIGGER_TYPE_UPDATE :
+	int			event = TTL_ACTION_UPDATES(action) ? TRIGGER_TYPE_UPDATE :
 		TRIGGER_TYPE_DELETE;
 
 	if (ttl_rel_has_delete_rules(rel, action, false))
@@ -467,13 +467,13 @@ ttl_rel_reaches_out(Relation rel, TtlAction action)
 /*
  * ttl_batch_may
  *		Whether the current user (the owner) has the rights a DELETE (an
- *		UPDATE for a soft delete) with the policy's condition needs on rel:
+ *		UPDATE for a soft delete or an anonymize) with the policy's condition needs on rel:
  *		the command's privilege, and SELECT on the column (or the table).
  */
 static bool
 ttl_batch_may(TtlBatch *b, Relation rel, AttrNumber attnum)
 {
-	AclMode		mode = b->policy->action == TTL_ACTION_SOFT_DELETE ? ACL_UPDATE : ACL_DELETE;
+	AclMode		mode = TTL_ACTION_UPDATES(b->policy->action) ? ACL_UPDATE : ACL_DELETE;
 	Oid			relid = RelationGetRelid(rel);
 
 	if (pg_class_aclcheck(relid, GetUserId(), mode) != ACLCHECK_OK)

@@ -2,25 +2,627 @@
  *
  * set.c
  *	  Anonymize: the columns a policy resets instead of deleting the row
- *	  (action 'anonymize', set_columns).
+ *	  (action 'anonymize', set_columns), column expiry.
  *
- * Not built yet: ttl_create_index() refuses the action.
+ * set_columns is the SET list of an UPDATE ("email = NULL, name =
+ * 'erased'").  ttl_create_index() parses it as the caller (names on the
+ * caller's search_path, as the filter is: filter.c), checks it against the
+ * table and its partitions or children (ttl_set_check), and stores it as
+ * PostgreSQL deparses it in the pinned parse environment (owner.c): every
+ * value with its explicit cast, every name outside pg_catalog qualified, so
+ * that the stored text reads the same whoever's session reads it.  Each
+ * resolution of a target parses the stored text again, in the pinned
+ * environment, against the target (ttl_set_read): a partition's or child's
+ * column numbers may differ from its parent's, so columns are matched by
+ * name.  A set column renamed or dropped, or whose type the value no
+ * longer converts to, fails that parse: the ALTER TABLE check then refuses
+ * the change (api.c).
+ *
+ * The columns a policy may not reset: the TTL column and the per-row TTL
+ * column (the row's expiry would move), generated columns (PostgreSQL
+ * computes them), identity columns (they identify the row: GENERATED ALWAYS
+ * ones cannot be updated at all, and a BY DEFAULT one set to a constant
+ * would be a key no longer), columns of the primary key, of a unique index
+ * or of an exclusion constraint (every expired row would get the same
+ * value, and the second would fail the batch), partition key columns (the
+ * row would move, or fail the partition constraint), and a column listed
+ * twice.
+ *
+ * The values are constants: no column reference, nothing that is not
+ * immutable (now() would write a different value at every pass and never
+ * be done), no function outside pg_catalog (an immutable function of
+ * another role's, resolved again at every parse, could be replaced by a
+ * better-matching overload: filter.c explains), no subquery, no DEFAULT.
+ * Each is coerced to its column's type as an UPDATE's assignment is.
+ *
+ * Done rows.  A row is pending while one of its set columns differs from
+ * its value (IS DISTINCT FROM: NULL is the same as NULL).  The condition
+ * (ttl_set_pending_sql) is added to the target's filter (targets.c), so the
+ * index ttl_create_index() makes is partial on it: a row the policy has
+ * reset leaves the index, and no later pass reads it again.  Comparing
+ * needs the type's equality operator: a column of a type without one (json,
+ * point) is refused.
+ *
+ * Nothing here evaluates a value or runs user code: parsing reads the
+ * constants with their types' input functions only.
+ *
+ * Locking: the caller holds a lock on the table; partitions and children
+ * are opened with AccessShareLock by ttl_set_check.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/heap.h"
+#include "catalog/index.h"
+#include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
 #include "ttl_index.h"
+
+/* "UPDATE ttl_set SET ", which ttl_set_raw puts before the list */
+#define TTL_SET_PREFIX		"UPDATE ttl_set SET "
+#define TTL_SET_PREFIX_LEN	(sizeof(TTL_SET_PREFIX) - 1)
+
+/*
+ * ttl_set_error_callback
+ *		Point a parse error at set_columns' own text.
+ */
+static void
+ttl_set_error_callback(void *arg)
+{
+	const char *text = (const char *) arg;
+	int			pos = geterrposition();
+
+	if (pos > (int) TTL_SET_PREFIX_LEN)
+	{
+		errposition(0);
+		internalerrposition(pos - TTL_SET_PREFIX_LEN);
+		internalerrquery(text);
+	}
+	errcontext("TTL policy set_columns \"%s\"", text);
+}
+
+static void
+ttl_set_bad_list(const char *text)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SYNTAX_ERROR),
+			 errmsg("set_columns must be a list of column = value, as in the SET clause of an UPDATE"),
+			 errdetail("set_columns: %s", text)));
+}
+
+/*
+ * ttl_set_raw
+ *		Parse set_columns as the SET clause of an UPDATE, and nothing more:
+ *		a FROM, WHERE or RETURNING clause, a second statement or an
+ *		assignment to several columns at once is refused.  Returns the list
+ *		of ResTarget.
+ */
+static List *
+ttl_set_raw(const char *text)
+{
+	List	   *stmts;
+	RawStmt    *raw;
+	UpdateStmt *upd;
+	ListCell   *lc;
+	ErrorContextCallback errcallback;
+
+	if (text[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("set_columns must not be empty"),
+				 errhint("Name the columns to reset and their values, as in email = NULL, name = 'erased'.")));
+
+	errcallback.callback = ttl_set_error_callback;
+	errcallback.arg = (void *) text;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	stmts = raw_parser(psprintf("%s%s", TTL_SET_PREFIX, text), RAW_PARSE_DEFAULT);
+	error_context_stack = errcallback.previous;
+
+	if (list_length(stmts) != 1)
+		ttl_set_bad_list(text);
+	raw = linitial_node(RawStmt, stmts);
+	if (!IsA(raw->stmt, UpdateStmt))
+		ttl_set_bad_list(text);
+	upd = (UpdateStmt *) raw->stmt;
+#if PG_VERSION_NUM >= 180000
+	if (upd->returningClause)
+		ttl_set_bad_list(text);
+#else
+	if (upd->returningList)
+		ttl_set_bad_list(text);
+#endif
+	if (upd->whereClause || upd->fromClause || upd->withClause || upd->targetList == NIL)
+		ttl_set_bad_list(text);
+	foreach(lc, upd->targetList)
+	{
+		ResTarget  *rt = lfirst_node(ResTarget, lc);
+
+		if (rt->name == NULL || IsA(rt->val, MultiAssignRef))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("set_columns must assign each column on its own"),
+					 errhint("Write a = 1, b = 2 rather than (a, b) = (1, 2).")));
+		if (rt->indirection != NIL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("set_columns must assign whole columns, not a part of column \"%s\"",
+							rt->name)));
+	}
+	return upd->targetList;
+}
+
+/* check_functions_in_node callback: a function outside pg_catalog */
+static bool
+ttl_set_not_builtin(Oid funcid, void *context)
+{
+	return get_func_namespace(funcid) != PG_CATALOG_NAMESPACE;
+}
+
+static bool
+ttl_set_user_function_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, ttl_set_not_builtin, context))
+		return true;
+	return expression_tree_walker(node, ttl_set_user_function_walker, context);
+}
+
+/*
+ * ttl_set_value
+ *		Transform one value and coerce it to its column's type, as an
+ *		UPDATE's assignment is, and check it is a constant (see the top of
+ *		the file).
+ */
+static Node *
+ttl_set_value(ParseState *pstate, Relation rel, Form_pg_attribute att, Node *raw)
+{
+	const char *colname = NameStr(att->attname);
+	Node	   *expr;
+	Oid			type;
+
+	if (IsA(raw, SetToDefault))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the value for column \"%s\" in set_columns must be a constant, not DEFAULT",
+						colname),
+				 errhint("Write the column's default value itself.")));
+
+	expr = transformExpr(pstate, raw, EXPR_KIND_UPDATE_SOURCE);
+	type = exprType(expr);
+	expr = coerce_to_target_type(pstate, expr, type, att->atttypid, att->atttypmod,
+								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" is of type %s but its value in set_columns is of type %s",
+						colname, format_type_be(att->atttypid), format_type_be(type)),
+				 errhint("Rewrite or cast the value.")));
+	assign_expr_collations(pstate, expr);
+
+	if (pstate->p_hasSubLinks)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the value for column \"%s\" in set_columns must not contain a subquery",
+						colname)));
+	if (pstate->p_hasAggs || pstate->p_hasWindowFuncs || pstate->p_hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the value for column \"%s\" in set_columns must not contain aggregates, window functions or set-returning functions",
+						colname)));
+	if (contain_var_clause(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the value for column \"%s\" in set_columns must not refer to a column",
+						colname),
+				 errdetail("A value is a constant, the same for every expired row.")));
+	if (contain_mutable_functions(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the value for column \"%s\" in set_columns must be immutable",
+						colname),
+				 errdetail("A row is done when its columns hold their values; a value that changes, such as now(), would never be reached."),
+				 errhint("Write a constant, such as NULL or '1970-01-01'.")));
+	fix_opfuncids(expr);
+	if (ttl_set_user_function_walker(expr, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the value for column \"%s\" in set_columns must call only built-in functions",
+						colname),
+				 errhint("Write the value as a constant.")));
+	return expr;
+}
+
+/*
+ * ttl_set_refuse_column
+ *		Refuse a set column of rel that the policy must not reset, for a
+ *		reason that concerns only its column (see the top of the file).
+ *		key_attnum and ttl_attnum are the policy's columns in rel (0: none).
+ */
+static void
+ttl_set_refuse_column(Relation rel, Form_pg_attribute att, AttrNumber key_attnum,
+					  AttrNumber ttl_attnum)
+{
+	const char *colname = NameStr(att->attname);
+	Oid			eqop;
+
+	if (att->attnum == key_attnum || att->attnum == ttl_attnum)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("set_columns must not name column \"%s\": the row's expiry is computed from it",
+						colname)));
+	if (att->attgenerated != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set_columns must not name the generated column \"%s\"", colname),
+				 errdetail("PostgreSQL computes its value.")));
+	if (att->attidentity != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set_columns must not name the identity column \"%s\"", colname),
+				 errdetail("An identity column identifies the row; set to a constant, it would do so no longer.")));
+
+	eqop = lookup_type_cache(getBaseType(att->atttypid), TYPECACHE_EQ_OPR)->eq_opr;
+	if (!OidIsValid(eqop))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set_columns must not name column \"%s\" of type %s, which has no equality operator",
+						colname, format_type_be(att->atttypid)),
+				 errdetail("A row is pending while a set column differs from its value, which needs the type's default btree or hash equality.")));
+}
+
+/*
+ * ttl_set_refuse_keys
+ *		Refuse a set column, by name, that is in a unique index or an
+ *		exclusion constraint of rel (the primary key among them), or in the
+ *		partition key of rel (when partitioned) or of one of its ancestors.
+ */
+static void
+ttl_set_refuse_keys(Relation rel, List *names)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	List	   *keyrels;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+		Bitmapset  *cols = NULL;
+		int			attnum = -1;
+
+		if (form->indisunique || form->indisexclusion)
+		{
+			for (int i = 0; i < form->indnkeyatts; i++)
+			{
+				if (form->indkey.values[i] != 0)
+					cols = bms_add_member(cols, form->indkey.values[i] -
+										  FirstLowInvalidHeapAttributeNumber);
+			}
+			pull_varattnos((Node *) RelationGetIndexExpressions(idx), 1, &cols);
+		}
+		while ((attnum = bms_next_member(cols, attnum)) >= 0)
+		{
+			AttrNumber	a = attnum + FirstLowInvalidHeapAttributeNumber;
+			char	   *colname;
+
+			if (a <= 0)
+				continue;
+			colname = NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname);
+			if (list_member(names, makeString(colname)))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("set_columns must not name column \"%s\": it is in %s %s of table \"%s\"",
+								colname,
+								form->indisprimary ? "the primary key" :
+								form->indisexclusion ? "the exclusion constraint" :
+								"the unique index",
+								RelationGetRelationName(idx), RelationGetRelationName(rel)),
+						 errdetail("Every expired row would get the same value.")));
+		}
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+
+	/* its own partition key, and its ancestors' */
+	keyrels = rel->rd_rel->relispartition ?
+		get_partition_ancestors(RelationGetRelid(rel)) : NIL;
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		keyrels = lappend_oid(keyrels, RelationGetRelid(rel));
+	foreach(lc, keyrels)
+	{
+		Relation	kr = relation_open(lfirst_oid(lc), AccessShareLock);
+		PartitionKey key = RelationGetPartitionKey(kr);
+		Bitmapset  *cols = NULL;
+		int			attnum = -1;
+
+		for (int i = 0; key != NULL && i < key->partnatts; i++)
+		{
+			if (key->partattrs[i] != 0)
+				cols = bms_add_member(cols, key->partattrs[i] -
+									  FirstLowInvalidHeapAttributeNumber);
+		}
+		if (key != NULL)
+			pull_varattnos((Node *) key->partexprs, 1, &cols);
+		while ((attnum = bms_next_member(cols, attnum)) >= 0)
+		{
+			AttrNumber	a = attnum + FirstLowInvalidHeapAttributeNumber;
+			char	   *colname;
+
+			if (a <= 0)
+				continue;
+			colname = NameStr(TupleDescAttr(RelationGetDescr(kr), a - 1)->attname);
+			if (list_member(names, makeString(colname)))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("set_columns must not name column \"%s\": it is in the partition key of table \"%s\"",
+								colname, RelationGetRelationName(kr)),
+						 errdetail("The row would have to move to another partition.")));
+		}
+		relation_close(kr, AccessShareLock);
+	}
+}
+
+/*
+ * ttl_set_parse
+ *		Parse set_columns against rel, check every column and value, and
+ *		return the list of TtlSetColumn.  Stored text (`stored`) is parsed
+ *		in the parse environment; the text a caller of ttl_create_index()
+ *		wrote, in the caller's own.  key_attnum and ttl_attnum are the
+ *		policy's columns in rel.
+ */
+static List *
+ttl_set_parse(Relation rel, const char *text, bool stored, AttrNumber key_attnum,
+			  AttrNumber ttl_attnum)
+{
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	List	   *targets;
+	List	   *result = NIL;
+	List	   *names = NIL;
+	ListCell   *lc;
+	int			nestlevel;
+	ErrorContextCallback errcallback;
+
+	nestlevel = stored ? ttl_parse_env_enter() : NewGUCNestLevel();
+	targets = ttl_set_raw(text);
+
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = psprintf("%s%s", TTL_SET_PREFIX, text);
+	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
+										   NULL, false, false);
+	addNSItemToQuery(pstate, nsitem, false, true, true);
+
+	errcallback.callback = ttl_set_error_callback;
+	errcallback.arg = (void *) text;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	foreach(lc, targets)
+	{
+		ResTarget  *rt = lfirst_node(ResTarget, lc);
+		TtlSetColumn *col = palloc0(sizeof(TtlSetColumn));
+		Form_pg_attribute att = NULL;
+
+		for (int i = 0; i < RelationGetNumberOfAttributes(rel); i++)
+		{
+			Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), i);
+
+			if (!a->attisdropped && strcmp(NameStr(a->attname), rt->name) == 0)
+				att = a;
+		}
+		if (att == NULL && SystemAttributeByName(rt->name) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+					 errmsg("set_columns must not name the system column \"%s\"", rt->name)));
+		if (att == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of set_columns does not exist in relation \"%s\"",
+							rt->name, RelationGetRelationName(rel))));
+		if (list_member(names, makeString(rt->name)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("column \"%s\" is listed twice in set_columns", rt->name)));
+		names = lappend(names, makeString(pstrdup(rt->name)));
+		ttl_set_refuse_column(rel, att, key_attnum, ttl_attnum);
+
+		col->attnum = att->attnum;
+		col->name = pstrdup(NameStr(att->attname));
+		col->value = ttl_set_value(pstate, rel, att, rt->val);
+		result = lappend(result, col);
+	}
+	error_context_stack = errcallback.previous;
+	ttl_set_refuse_keys(rel, names);
+
+	free_parsestate(pstate);
+	ttl_parse_env_leave(nestlevel);
+	return result;
+}
+
+/*
+ * ttl_set_deparse
+ *		Deparse the values of a parsed list, in the parse environment, into
+ *		each column's value_sql, and return the list as it is stored.
+ */
+static char *
+ttl_set_deparse(Relation rel, List *cols)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			nestlevel = ttl_parse_env_enter();
+	List	   *context = deparse_context_for(RelationGetRelationName(rel),
+											  RelationGetRelid(rel));
+
+	initStringInfo(&buf);
+	foreach(lc, cols)
+	{
+		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+
+		col->value_sql = deparse_expression(col->value, context, false, false);
+		appendStringInfo(&buf, "%s%s = %s", buf.len > 0 ? ", " : "",
+						 quote_identifier(col->name), col->value_sql);
+	}
+	ttl_parse_env_leave(nestlevel);
+	return buf.data;
+}
 
 /*
  * ttl_set_check
- *		Check a policy's set_columns against its table and store them as
- *		they are to be read again.
+ *		Check a policy's set_columns against its table (and each of its
+ *		partitions and children: their own unique indexes and partition
+ *		keys) as the caller, and store them as they are to be read again.
+ *		The policy's TTL column (attnum) and ttl_column are resolved.
  */
 void
 ttl_set_check(Relation rel, TtlPolicy *policy)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("action 'anonymize' is not available yet")));
+	AttrNumber	ttl_attnum = policy->ttl_column ?
+		get_attnum(RelationGetRelid(rel), policy->ttl_column) : 0;
+	List	   *cols = ttl_set_parse(rel, policy->set_columns, false,
+									 policy->attnum, ttl_attnum);
+	List	   *stored;
+	List	   *names = NIL;
+	ListCell   *lc;
+	char	   *text = ttl_set_deparse(rel, cols);
+
+	/* the stored text, read as every later reader will, must say the same */
+	stored = ttl_set_parse(rel, text, true, policy->attnum, ttl_attnum);
+	if (list_length(stored) != list_length(cols))
+		elog(ERROR, "set_columns read back differently: %s", text);
+	policy->set_columns = text;
+
+	foreach(lc, cols)
+		names = lappend(names, makeString(((TtlSetColumn *) lfirst(lc))->name));
+	if (rel->rd_rel->relhassubclass)
+	{
+		foreach(lc, find_all_inheritors(RelationGetRelid(rel), AccessShareLock, NULL))
+		{
+			Relation	child;
+
+			if (lfirst_oid(lc) == RelationGetRelid(rel))
+				continue;
+			child = relation_open(lfirst_oid(lc), NoLock);
+			ttl_set_refuse_keys(child, names);
+			relation_close(child, NoLock);
+		}
+	}
+}
+
+/*
+ * ttl_set_read
+ *		The policy's set columns in a target's table (see the top of the
+ *		file): a list of TtlSetColumn, each value parsed from the stored
+ *		text, in the current memory context.  key_attnum and ttl_attnum
+ *		are the policy's columns in rel.  A set column that is gone, or
+ *		whose value no longer fits it, raises the error.
+ */
+List *
+ttl_set_read(Relation rel, TtlPolicy *policy, AttrNumber key_attnum,
+			 AttrNumber ttl_attnum)
+{
+	List	   *cols;
+
+	if (policy->set_columns == NULL)
+		return NIL;
+	cols = ttl_set_parse(rel, policy->set_columns, true, key_attnum, ttl_attnum);
+	(void) ttl_set_deparse(rel, cols);
+	return cols;
+}
+
+/*
+ * ttl_set_assignments_sql
+ *		The SET list of the statement (statement.c): "c1 = v1, c2 = v2".
+ */
+char *
+ttl_set_assignments_sql(List *cols)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, cols)
+	{
+		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+
+		appendStringInfo(&buf, "%s%s = %s", buf.len > 0 ? ", " : "",
+						 quote_identifier(col->name), col->value_sql);
+	}
+	return buf.data;
+}
+
+/*
+ * ttl_set_pending_sql
+ *		"The row is not done yet": one of its set columns differs from its
+ *		value, as SQL over rel to be parsed in the parse environment.  A
+ *		NULL value reads "c IS NOT NULL"; a type whose equality operator is
+ *		pg_catalog's "=" reads "c IS DISTINCT FROM v"; another type's
+ *		operator (which the parse environment's search_path does not see)
+ *		is named, with the same meaning as IS DISTINCT FROM.
+ */
+char *
+ttl_set_pending_sql(Relation rel, List *cols)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '(');
+	foreach(lc, cols)
+	{
+		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), col->attnum - 1);
+		const char *c = quote_identifier(col->name);
+		Oid			eqop = lookup_type_cache(getBaseType(att->atttypid),
+											 TYPECACHE_EQ_OPR)->eq_opr;
+		HeapTuple	tup;
+		Form_pg_operator op;
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&buf, " OR ");
+		if (IsA(col->value, Const) && ((Const *) col->value)->constisnull)
+		{
+			appendStringInfo(&buf, "%s IS NOT NULL", c);
+			continue;
+		}
+		if (!OidIsValid(eqop))
+			elog(ERROR, "no equality operator for type %s", format_type_be(att->atttypid));
+		tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(eqop));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for operator %u", eqop);
+		op = (Form_pg_operator) GETSTRUCT(tup);
+		if (op->oprnamespace == PG_CATALOG_NAMESPACE && strcmp(NameStr(op->oprname), "=") == 0)
+			appendStringInfo(&buf, "%s IS DISTINCT FROM %s", c, col->value_sql);
+		else
+			appendStringInfo(&buf, "(%s IS NULL) IS DISTINCT FROM (%s IS NULL) OR (%s OPERATOR(%s.%s) %s) IS FALSE",
+							 c, col->value_sql, c,
+							 quote_identifier(get_namespace_name(op->oprnamespace)),
+							 NameStr(op->oprname), col->value_sql);
+		ReleaseSysCache(tup);
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
 }

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * statement.c
- *	  The executor path's statement: the SQL that deletes, archives or
- *	  soft-deletes the rows a batch found, its plan, and running it.
+ *	  The executor path's statement: the SQL that deletes, archives,
+ *	  soft-deletes or anonymizes the rows a batch found, its plan, and
+ *	  running it.
  *
  * The statement acts on the rows at the TIDs the scan collected that have
  * still expired and still pass the filter, so that a row a concurrent
@@ -14,6 +15,12 @@
  *	  (<columns>) SELECT <columns> FROM expired
  *	UPDATE ONLY t SET <soft_delete_column> = <the row's expiry>
  *	  WHERE ...
+ *	UPDATE ONLY t SET <set_columns> WHERE ...
+ *
+ * An anonymize's WHERE holds the target's filter, which says that a set
+ * column still differs from its value (set.c): a row another UPDATE reset
+ * since the scan is left alone.  Its SET list is the stored set_columns as
+ * read against the target (constants, with their casts).
  *
  * On a partition or inheritance child of the policy's table, the statement
  * is that of the owner's DELETE FROM parent when a DELETE of the leaf alone
@@ -50,9 +57,10 @@
  * (ttl_owner_enter): triggers see the owner's search_path, the statement
  * itself does not depend on it.
  *
- * Rules: a DO INSTEAD rule on the table's DELETE (UPDATE for a soft delete)
- * is refused (ttl_create_index says so; a rule added later fails the batch
- * with the same error); DO ALSO rules run as for the owner's statement.
+ * Rules: a DO INSTEAD rule on the table's DELETE (UPDATE for a soft delete
+ * or an anonymize) is refused (ttl_create_index says so; a rule added later
+ * fails the batch with the same error); DO ALSO rules run as for the owner's
+ * statement.
  *
  * Locking: the caller holds the target table's ROW EXCLUSIVE lock; the
  * other relations of the plan are locked here.
@@ -371,7 +379,7 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 		ttl_qualified_relname(RelationGetRelid(parent)) :
 		psprintf("ONLY %s", ttl_qualified_relname(t->relid));
 	Relation	colrel = parent != NULL ? parent : rel;
-	char	   *fk = precheck && policy->action != TTL_ACTION_SOFT_DELETE ?
+	char	   *fk = precheck && !TTL_ACTION_UPDATES(policy->action) ?
 		ttl_statement_fk_sql(rel, funcs) : "";
 	char	   *where;
 
@@ -398,6 +406,11 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 													 getBaseType(TupleDescAttr(RelationGetDescr(rel),
 																			   t->soft_attnum - 1)->atttypid)),
 							where);
+		case TTL_ACTION_ANONYMIZE:
+			/* the "not yet anonymized" condition names its operators */
+			*funcs = list_concat(*funcs, t->set_funcs);
+			return psprintf("UPDATE %s SET %s WHERE %s",
+							relname, ttl_set_assignments_sql(t->set_columns), where);
 		case TTL_ACTION_ARCHIVE:
 			{
 				StringInfoData cols;

@@ -379,8 +379,10 @@ ttl_target_check_types(TtlPolicy *policy, Relation rel)
 
 /*
  * ttl_target_filter
- *		The target's filter (the policy's filter, and "not yet soft-deleted")
- *		as an expression and as SQL, in the current memory context.
+ *		The target's filter (the policy's filter, and "not yet soft-deleted"
+ *		or "not yet anonymized") as an expression and as SQL, in the current
+ *		memory context.  A set column that is gone, or whose value no longer
+ *		fits it, raises the error (set.c).
  */
 static void
 ttl_target_filter(TtlPolicy *policy, Relation rel, TtlTarget *t)
@@ -404,6 +406,27 @@ ttl_target_filter(TtlPolicy *policy, Relation rel, TtlTarget *t)
 		nt->location = -1;
 		quals = lappend(quals, nt);
 		sqls = lappend(sqls, psprintf("%s IS NULL", quote_identifier(NameStr(att->attname))));
+	}
+	t->set_columns = NIL;
+	t->set_pending_sql = NULL;
+	t->set_funcs = NIL;
+	if (policy->action == TTL_ACTION_ANONYMIZE)
+	{
+		/*
+		 * Not yet anonymized: a set column still differs from its value
+		 * (set.c).  Immutable, so the policy's index is partial on it and
+		 * rows the policy has reset are never read again.  The condition
+		 * names the columns' equality operators itself: the statement may
+		 * call their functions.
+		 */
+		Node	   *pending;
+
+		t->set_columns = ttl_set_read(rel, policy, t->attnum, t->ttl_attnum);
+		t->set_pending_sql = ttl_set_pending_sql(rel, t->set_columns);
+		pending = ttl_filter_parse(rel, t->set_pending_sql, true);
+		t->set_funcs = ttl_filter_functions(pending);
+		quals = lappend(quals, pending);
+		sqls = lappend(sqls, t->set_pending_sql);
 	}
 	if (policy->filter != NULL)
 	{
@@ -435,8 +458,8 @@ ttl_target_filter(TtlPolicy *policy, Relation rel, TtlTarget *t)
  *		TTL_RESOLVE_GONE when a policy column is gone (or has a type the
  *		policy cannot use: the ALTER TABLE check refuses that, so only a
  *		hand-edited catalog gets there), TTL_RESOLVE_NO_INDEX when no btree
- *		index serves the policy.  Errors raised by parsing the filter (it no
- *		longer parses) propagate.
+ *		index serves the policy.  Errors raised by parsing the filter or
+ *		set_columns (they no longer parse) propagate.
  */
 TtlResolve
 ttl_target_resolve(TtlPolicy *policy, TtlTarget *t, Relation rel)
@@ -679,8 +702,8 @@ ttl_find_index(TtlTarget *t, Relation rel)
 /*
  * ttl_rel_has_delete_rules
  *		Whether a table has rules that rewrite what the policy's action does
- *		to it: ON DELETE (and ON UPDATE for a soft delete), DO INSTEAD only
- *		when instead_only.
+ *		to it: ON DELETE (ON UPDATE for a soft delete or an anonymize), DO
+ *		INSTEAD only when instead_only.
  */
 bool
 ttl_rel_has_delete_rules(Relation rel, TtlAction action, bool instead_only)
@@ -692,7 +715,7 @@ ttl_rel_has_delete_rules(Relation rel, TtlAction action, bool instead_only)
 	for (int i = 0; i < rules->numLocks; i++)
 	{
 		RewriteRule *rule = rules->rules[i];
-		CmdType		cmd = action == TTL_ACTION_SOFT_DELETE ? CMD_UPDATE : CMD_DELETE;
+		CmdType		cmd = TTL_ACTION_UPDATES(action) ? CMD_UPDATE : CMD_DELETE;
 
 		if (rule->event == cmd && (!instead_only || rule->isInstead))
 			return true;

@@ -107,6 +107,10 @@ typedef enum TtlAction
 	TTL_ACTION_ANONYMIZE		/* set the columns of set_columns (set.c) */
 } TtlAction;
 
+/* the actions whose statement is an UPDATE: the row stays */
+#define TTL_ACTION_UPDATES(action) \
+	((action) == TTL_ACTION_SOFT_DELETE || (action) == TTL_ACTION_ANONYMIZE)
+
 /*
  * The hours of the day a policy may purge in (window.c): minutes of the
  * local day, [start, end); a window whose end is not after its start runs
@@ -276,7 +280,19 @@ extern Timestamp ttl_instant_local(TimestampTz t, struct pg_tz *zone);
  * Anonymize (set.c)
  * ----------
  */
+typedef struct TtlSetColumn
+{
+	AttrNumber	attnum;			/* in the table it was read against */
+	char	   *name;
+	Node	   *value;			/* coerced to the column's type */
+	char	   *value_sql;		/* as deparsed in the parse environment */
+} TtlSetColumn;
+
 extern void ttl_set_check(Relation rel, TtlPolicy *policy);
+extern List *ttl_set_read(Relation rel, TtlPolicy *policy, AttrNumber key_attnum,
+						  AttrNumber ttl_attnum);
+extern char *ttl_set_assignments_sql(List *cols);
+extern char *ttl_set_pending_sql(Relation rel, List *cols);
 
 /* ----------
  * Purge windows (window.c)
@@ -350,6 +366,9 @@ typedef struct TtlTarget
 	AttrNumber	attnum;			/* the TTL column in this table */
 	AttrNumber	ttl_attnum;		/* per-row TTL column, or 0 */
 	AttrNumber	soft_attnum;	/* soft-delete column, or 0 */
+	List	   *set_columns;	/* anonymize: of TtlSetColumn (set.c) */
+	char	   *set_pending_sql;	/* ... a row not done yet, as SQL */
+	List	   *set_funcs;		/* ... the functions that condition calls */
 	Oid			keytype;		/* type of the scanned key (a domain's base) */
 	int16		keylen;
 	bool		keybyval;

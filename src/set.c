@@ -300,9 +300,12 @@ ttl_set_refuse_column(Relation rel, Form_pg_attribute att, AttrNumber key_attnum
  *		Refuse a set column, by name, that is in a unique index or an
  *		exclusion constraint of rel (the primary key among them), or in the
  *		partition key of rel (when partitioned) or of one of its ancestors.
+ *		A column set to NULL (in null_names) may be a key column of a unique
+ *		index whose NULLs are distinct, as they are by default: NULLs do not
+ *		collide there (email = NULL on a UNIQUE email, the GDPR case).
  */
 static void
-ttl_set_refuse_keys(Relation rel, List *names)
+ttl_set_refuse_keys(Relation rel, List *names, List *null_names)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	List	   *keyrels;
@@ -313,7 +316,10 @@ ttl_set_refuse_keys(Relation rel, List *names)
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
 		Form_pg_index form = idx->rd_index;
 		Bitmapset  *cols = NULL;
+		Bitmapset  *exprcols = NULL;
 		int			attnum = -1;
+		bool		nulls_collide = form->indisprimary || form->indisexclusion ||
+			form->indnullsnotdistinct;
 
 		if (form->indisunique || form->indisexclusion)
 		{
@@ -323,7 +329,8 @@ ttl_set_refuse_keys(Relation rel, List *names)
 					cols = bms_add_member(cols, form->indkey.values[i] -
 										  FirstLowInvalidHeapAttributeNumber);
 			}
-			pull_varattnos((Node *) RelationGetIndexExpressions(idx), 1, &cols);
+			pull_varattnos((Node *) RelationGetIndexExpressions(idx), 1, &exprcols);
+			cols = bms_add_members(cols, exprcols);
 		}
 		while ((attnum = bms_next_member(cols, attnum)) >= 0)
 		{
@@ -333,6 +340,9 @@ ttl_set_refuse_keys(Relation rel, List *names)
 			if (a <= 0)
 				continue;
 			colname = NameStr(TupleDescAttr(RelationGetDescr(rel), a - 1)->attname);
+			if (!nulls_collide && !bms_is_member(attnum, exprcols) &&
+				list_member(null_names, makeString(colname)))
+				continue;
 			if (list_member(names, makeString(colname)))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -342,7 +352,9 @@ ttl_set_refuse_keys(Relation rel, List *names)
 								form->indisexclusion ? "the exclusion constraint" :
 								"the unique index",
 								RelationGetRelationName(idx), RelationGetRelationName(rel)),
-						 errdetail("Every expired row would get the same value.")));
+						 errdetail(nulls_collide ?
+								   "Every expired row would get the same value." :
+								   "Every expired row would get the same value; only NULL, which does not collide in it, may be set.")));
 		}
 		index_close(idx, AccessShareLock);
 	}
@@ -404,6 +416,7 @@ ttl_set_parse(Relation rel, const char *text, bool stored, AttrNumber key_attnum
 	List	   *targets;
 	List	   *result = NIL;
 	List	   *names = NIL;
+	List	   *null_names = NIL;
 	ListCell   *lc;
 	int			nestlevel;
 	ErrorContextCallback errcallback;
@@ -453,10 +466,12 @@ ttl_set_parse(Relation rel, const char *text, bool stored, AttrNumber key_attnum
 		col->attnum = att->attnum;
 		col->name = pstrdup(NameStr(att->attname));
 		col->value = ttl_set_value(pstate, rel, att, rt->val);
+		if (IsA(col->value, Const) && ((Const *) col->value)->constisnull)
+			null_names = lappend(null_names, makeString(pstrdup(rt->name)));
 		result = lappend(result, col);
 	}
 	error_context_stack = errcallback.previous;
-	ttl_set_refuse_keys(rel, names);
+	ttl_set_refuse_keys(rel, names, null_names);
 
 	free_parsestate(pstate);
 	ttl_parse_env_leave(nestlevel);
@@ -506,6 +521,7 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 									 policy->attnum, ttl_attnum);
 	List	   *stored;
 	List	   *names = NIL;
+	List	   *null_names = NIL;
 	ListCell   *lc;
 	char	   *text = ttl_set_deparse(rel, cols);
 
@@ -516,7 +532,13 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 	policy->set_columns = text;
 
 	foreach(lc, cols)
-		names = lappend(names, makeString(((TtlSetColumn *) lfirst(lc))->name));
+	{
+		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+
+		names = lappend(names, makeString(col->name));
+		if (IsA(col->value, Const) && ((Const *) col->value)->constisnull)
+			null_names = lappend(null_names, makeString(col->name));
+	}
 	if (rel->rd_rel->relhassubclass)
 	{
 		foreach(lc, find_all_inheritors(RelationGetRelid(rel), AccessShareLock, NULL))
@@ -526,7 +548,7 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 			if (lfirst_oid(lc) == RelationGetRelid(rel))
 				continue;
 			child = relation_open(lfirst_oid(lc), NoLock);
-			ttl_set_refuse_keys(child, names);
+			ttl_set_refuse_keys(child, names, null_names);
 			relation_close(child, NoLock);
 		}
 	}

@@ -59,6 +59,7 @@ my $policies_sql = q{
 SELECT p.relid::text, p.column_name,
 	   (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = p.relid AND a.attnum = p.attnum),
 	   p.expire_after, coalesce(p.batch_size::text, 'default'), p.enabled,
+	   p.action, p.purge_window, p.max_rows, p.set_columns,
 	   coalesce((SELECT string_agg(i.indexrelid::regclass::text, ',') FROM pg_index i
 			 WHERE i.indrelid = p.relid AND i.indkey[0] = p.attnum
 			   AND obj_description(i.indexrelid, 'pg_class') = 'created by ttl_index; dropped by ttl_drop_index()'), 'reused')
@@ -104,11 +105,20 @@ SELECT ttl_create_index('gappy', 'at', 60);
 CREATE TABLE paused (id int, at timestamptz, note text);
 SELECT ttl_create_index('paused', 'at', 60);
 UPDATE ttl_index_policy SET enabled = false WHERE relid = 'paused'::regclass;
+
+-- beyond expiry by age: a cap alone (no TTL), a purge window, anonymize
+-- (its index partial on the columns it resets)
+CREATE TABLE capped (id int, at timestamptz, note text);
+SELECT ttl_create_index('capped', 'at', NULL, max_rows => 50);
+CREATE TABLE windowed (id int, at timestamptz, note text);
+SELECT ttl_create_index('windowed', 'at', 60, purge_window => '00:00-24:00');
+CREATE TABLE members (id int, at timestamptz, email text, note text);
+SELECT ttl_create_index('members', 'at', 60, set_columns => $$email = NULL$$);
 });
 
 my $src_policies = $node->safe_psql('src', $policies_sql);
 my $src_indexes = $node->safe_psql('src', $indexes_sql);
-is($node->safe_psql('src', 'SELECT count(*) FROM ttl_index_policy'), '6', 'source has 6 policies');
+is($node->safe_psql('src', 'SELECT count(*) FROM ttl_index_policy'), '9', 'source has 9 policies');
 is($node->safe_psql('src', "SELECT attnum FROM ttl_index_policy WHERE relid = 'gappy'::regclass"),
 	'3', 'source: the column after a dropped one is attnum 3');
 
@@ -169,6 +179,11 @@ INSERT INTO "Odd Schema"."Odd ""Table""" SELECT g, now() + interval '1 hour', 'n
 INSERT INTO gappy SELECT g, now() - interval '2 hours', 'old' FROM generate_series(1, 200) g;
 INSERT INTO gappy SELECT g, now() + interval '1 hour', 'new' FROM generate_series(1, 5) g;
 INSERT INTO paused SELECT g, now() - interval '2 hours', 'old' FROM generate_series(1, 200) g;
+INSERT INTO capped SELECT g, now() - g * interval '1 s', 'old' FROM generate_series(1, 200) g;
+INSERT INTO windowed SELECT g, now() - interval '2 hours', 'old' FROM generate_series(1, 200) g;
+INSERT INTO windowed SELECT g, now() + interval '1 hour', 'new' FROM generate_series(1, 5) g;
+INSERT INTO members SELECT g, now() - interval '2 hours', 'm' || g || '@example.com', 'old' FROM generate_series(1, 200) g;
+INSERT INTO members SELECT g, now() + interval '1 hour', 'n' || g || '@example.com', 'new' FROM generate_series(1, 5) g;
 });
 	my $counts = q{
 SELECT string_agg(t || ':' || n, ' ' ORDER BY t) FROM (
@@ -176,7 +191,10 @@ SELECT string_agg(t || ':' || n, ' ' ORDER BY t) FROM (
 	UNION ALL SELECT 'tokens', note, count(*) FROM tokens GROUP BY 1, 2
 	UNION ALL SELECT 'events', note, count(*) FROM app.events GROUP BY 1, 2
 	UNION ALL SELECT 'odd', note, count(*) FROM "Odd Schema"."Odd ""Table""" GROUP BY 1, 2
-	UNION ALL SELECT 'gappy', note, count(*) FROM gappy GROUP BY 1, 2) s
+	UNION ALL SELECT 'gappy', note, count(*) FROM gappy GROUP BY 1, 2
+	UNION ALL SELECT 'windowed', note, count(*) FROM windowed GROUP BY 1, 2
+	UNION ALL SELECT 'members', note, count(*) FROM members WHERE email IS NOT NULL GROUP BY 1, 2
+	UNION ALL SELECT 'capped', 'old', count(*) - 50 FROM capped HAVING count(*) > 50) s
  WHERE note = 'old'};
 	if ($node->safe_psql($db, "SELECT count(*) FROM ttl_index_policy WHERE relid <> 'later'::regclass") eq '0')
 	{
@@ -195,6 +213,10 @@ SELECT (SELECT count(*) FROM sessions) || ' ' || (SELECT count(*) FROM tokens) |
 	   (SELECT count(*) FROM app.events) || ' ' || (SELECT count(*) FROM "Odd Schema"."Odd ""Table""") || ' ' ||
 	   (SELECT count(*) FROM gappy)}),
 		'5 5 5 5 5', "$db: unexpired rows kept");
+	is($node->safe_psql($db, q{
+SELECT (SELECT count(*) || ' ' || min(id) FROM capped) || ' ' || (SELECT count(*) FROM windowed) || ' ' ||
+	   (SELECT count(*) || ' ' || count(email) FROM members)}),
+		'50 1 5 205 5', "$db: the cap kept the 50 newest, the window purged, anonymize kept its rows and erased the expired ones' email");
 	is($node->safe_psql($db, 'SELECT count(*) FROM paused'), '200',
 		"$db: the disabled policy stays disabled");
 	# a restored database is a healthy one: nothing for an alert on errors

@@ -218,6 +218,22 @@ INSERT INTO tokens SELECT now() + interval '1 hour' FROM generate_series(1, 3);
 		ok($node->poll_query_until($db,
 			"SELECT sum(rows_deleted) = 600 AND sum(errors) = 0 FROM ttl_index_stats"),
 			"$v: ttl_index_stats counts the purge, no errors");
+
+		# what 1.4 adds works on an updated extension: a cap alone, anonymize
+		# inside a window
+		($ret, $stdout, $stderr) = $node->psql($db, q{
+CREATE TABLE capped (at timestamptz);
+INSERT INTO capped SELECT now() - g * interval '1 s' FROM generate_series(1, 100) g;
+SELECT ttl_create_index('capped', 'at', NULL, max_rows => 10);
+CREATE TABLE members (at timestamptz, email text);
+INSERT INTO members SELECT now() - interval '2 hours', 'x' FROM generate_series(1, 10);
+SELECT ttl_create_index('members', 'at', 3600, set_columns => 'email = NULL', purge_window => '00:00-24:00');
+}, on_error_stop => 1);
+		is($ret, 0, "$v: a capped and an anonymizing policy can be made after the update") or diag $stderr;
+		ok($node->poll_query_until($db, q{
+SELECT (SELECT count(*) FROM capped) = 10 AND (SELECT count(*) FROM members) = 10
+   AND (SELECT count(email) FROM members) = 0}),
+			"$v: the worker caps and anonymizes after the update");
 	}
 }
 

@@ -1,4 +1,4 @@
-# Purge windows and size caps, with the worker.
+# Size caps, purge windows and anonymize, with the worker.
 #
 # Caps: a capped table is brought down to its cap, the newest rows kept,
 # and held there under a steady insert load; the rows taken before they
@@ -13,6 +13,10 @@
 # one WARNING says so.  The window's edge is placed a few seconds ahead by
 # reading a timestamp column in a zone whose offset has seconds, so the
 # test waits for states, not for a minute to turn.
+#
+# Anonymize: the worker resets the columns of expired rows, counted as
+# rows_anonymized and not as deleted, and a crash during a long run of it
+# leaves every row either reset in all its columns or untouched.
 use strict;
 use warnings;
 use FindBin;
@@ -123,7 +127,7 @@ TtlIndex::wait_is($node, 'postgres',
 # minute 8 seconds from now: the window, from a minute ago to that turn,
 # closes in 8 seconds, while a rate limit of 1000 rows a second makes the
 # pass over 30,000 expired rows last 30.
-my $utc_s = $node->safe_psql('postgres', "SELECT extract(epoch FROM now())::bigint % 60");
+my $utc_s = $node->safe_psql('postgres', "SELECT floor(extract(epoch FROM now()))::bigint % 60");
 my $offset = (60 - (($utc_s + 8) % 60)) % 60;
 $offset = 60 if $offset == 0;
 my $zone = sprintf('<+00>-00:%02d:%02d', int($offset / 60), $offset % 60);
@@ -132,7 +136,7 @@ CREATE TABLE stream (id int, at timestamp);
 INSERT INTO stream SELECT i, (now() AT TIME ZONE '$zone') - interval '1 day' FROM generate_series(1, 30000) i;
 SELECT ttl_create_index('stream', 'at', 60, rate_limit => 1000, time_zone => '$zone',
 	purge_window => to_char((now() AT TIME ZONE '$zone') - interval '1 minute', 'HH24:MI')
-		|| '-' || to_char(date_trunc('minute', (now() AT TIME ZONE '$zone') + interval '8 s'), 'HH24:MI'));
+		|| '-' || to_char(date_trunc('minute', now() AT TIME ZONE '$zone') + interval '1 minute', 'HH24:MI'));
 });
 TtlIndex::wait_until($node, 'postgres', 'SELECT count(*) < 30000 FROM stream',
 	'inside its window the policy purges');
@@ -152,6 +156,41 @@ ok(slurp_file($node->logfile) =~
 TtlIndex::wait_round($node, 'postgres', 'mark');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM stream'), $left,
 	'no row goes outside the window');
+
+# --- anonymize ----------------------------------------------------------
+$node->safe_psql('postgres', q{
+CREATE TABLE people (id int PRIMARY KEY, seen timestamptz, email text UNIQUE, name text);
+INSERT INTO people SELECT i, now() - interval '3 years', 'p' || i || '@example.com', 'P' || i
+  FROM generate_series(1, 100) i;
+INSERT INTO people VALUES (0, now(), 'fresh@example.com', 'Fresh');
+SELECT ttl_create_index('people', 'seen', interval '730 days', set_columns => $$email = NULL, name = 'erased'$$);
+});
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT count(*) FROM people WHERE email IS NULL AND name = 'erased'", '100',
+	'the worker anonymizes the expired rows');
+TtlIndex::wait_is($node, 'postgres',
+	"SELECT rows_anonymized, rows_deleted FROM ttl_index_stats WHERE table_name = 'people'::regclass",
+	'100|0', 'counted as rows_anonymized, not as deleted');
+is($node->safe_psql('postgres', 'SELECT count(*), count(email) FROM people'), '101|1',
+	'the rows stay, the fresh one untouched');
+
+# a crash during a long run: every row whole
+$node->safe_psql('postgres', q{
+CREATE TABLE contacts (id int PRIMARY KEY, seen timestamptz, email text, phone text);
+INSERT INTO contacts SELECT i, now() - interval '3 years', 'c' || i, 'tel' || i FROM generate_series(1, 30000) i;
+SELECT ttl_create_index('contacts', 'seen', interval '365 days', rate_limit => 3000,
+						set_columns => 'email = NULL, phone = NULL');
+});
+TtlIndex::wait_until($node, 'postgres', 'SELECT count(*) > 2000 FROM contacts WHERE email IS NULL',
+	'a long anonymize run is under way');
+$node->stop('immediate');
+$node->start;
+is($node->safe_psql('postgres', q{
+SELECT count(*) FILTER (WHERE (email IS NULL) <> (phone IS NULL)), count(*) FILTER (WHERE email IS NULL) < 30000
+  FROM contacts}),
+	'0|t', 'after a crash mid-run no row is half anonymized');
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(email) + count(phone) FROM contacts', '0',
+	'after the restart the worker finishes the run', 60);
 
 my $log = slurp_file($node->logfile);
 unlike($log, qr/TRAP:|PANIC/, 'no assertion failure or PANIC in the server log');

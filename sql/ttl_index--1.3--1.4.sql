@@ -124,7 +124,11 @@ BEGIN
 					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
 			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
 		END IF;
+		-- by name: the columns 1.4 added are not in the order of the values
 		INSERT INTO @extschema@.ttl_index_citus_policy
+			(id, table_schema, table_name, column_name, expire_after, batch_size, enabled,
+			 ttl_column, filter, unit, action, soft_delete_column, rate_limit,
+			 replication_origin, time_zone, filter_functions, purge_window, max_rows, set_columns)
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,

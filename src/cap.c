@@ -51,6 +51,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "executor/spi.h"
@@ -60,6 +61,7 @@
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
@@ -81,30 +83,50 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 	Datum	   *relids = palloc(sizeof(Datum) * list_length(pass->targets));
 	int			n = 0;
 	ListCell   *lc;
-	bool		isnull;
-	bool		trusted;
+	bool		trusted = true;
 
 	foreach(lc, pass->targets)
 		relids[n++] = ObjectIdGetDatum(((TtlTarget *) lfirst(lc))->relid);
 	values[0] = PointerGetDatum(construct_array(relids, n, OIDOID, sizeof(Oid), true,
 												TYPALIGN_INT));
-	if (SPI_execute_with_args("SELECT coalesce(pg_catalog.sum(pg_catalog.pg_stat_get_live_tuples(c.oid)"
-							  "   OPERATOR(pg_catalog.+) pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid)"
-							  "   OPERATOR(pg_catalog.-) pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid)), 0)::pg_catalog.int8,"
-							  " coalesce(pg_catalog.bool_and("
-							  "   coalesce(pg_catalog.pg_stat_get_last_vacuum_time(c.oid),"
-							  "            pg_catalog.pg_stat_get_last_autovacuum_time(c.oid),"
-							  "            pg_catalog.pg_stat_get_last_analyze_time(c.oid),"
-							  "            pg_catalog.pg_stat_get_last_autoanalyze_time(c.oid)) IS NOT NULL"
-							  "   OR c.reltuples OPERATOR(pg_catalog.<) 0"
-							  "   OR pg_catalog.pg_stat_get_live_tuples(c.oid) OPERATOR(pg_catalog.>=) c.reltuples), true)"
-							  " FROM pg_catalog.pg_class c"
-							  " WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+
+	/*
+	 * Over the table OIDs themselves, not pg_class: Citus hides its shards
+	 * from queries of pg_class.
+	 */
+	if (SPI_execute_with_args("SELECT r, pg_catalog.pg_stat_get_live_tuples(r),"
+							  " pg_catalog.pg_stat_get_xact_tuples_inserted(r)"
+							  "   OPERATOR(pg_catalog.-) pg_catalog.pg_stat_get_xact_tuples_deleted(r),"
+							  " coalesce(pg_catalog.pg_stat_get_last_vacuum_time(r),"
+							  "          pg_catalog.pg_stat_get_last_autovacuum_time(r),"
+							  "          pg_catalog.pg_stat_get_last_analyze_time(r),"
+							  "          pg_catalog.pg_stat_get_last_autoanalyze_time(r)) IS NOT NULL"
+							  " FROM pg_catalog.unnest($1) r",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not count the live rows of a capped table");
-	*live = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	trusted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	*live = 0;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		int64		counted = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		int64		pending = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		bool		measured = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		HeapTuple	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		float4		reltuples = -1;
+
+		if (HeapTupleIsValid(classtup))
+		{
+			reltuples = ((Form_pg_class) GETSTRUCT(classtup))->reltuples;
+			ReleaseSysCache(classtup);
+		}
+		/* counts begun again since the table was last measured (above) */
+		if (!measured && reltuples >= 0 && (double) counted < (double) reltuples)
+			trusted = false;
+		*live += counted + pending;
+	}
 	return trusted;
 }
 

@@ -163,6 +163,38 @@ ttl_citus_kind_name(TtlCitusKind kind)
 }
 
 /*
+ * ttl_citus_distribution_column
+ *		The name of a distributed table's distribution column, or NULL (not
+ *		a Citus table, or one without a distribution column).  Asks Citus,
+ *		through SPI.
+ */
+char *
+ttl_citus_distribution_column(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1];
+	char	   *result = NULL;
+
+	if (ttl_citus_kind(relid) != TTL_CITUS_DISTRIBUTED)
+		return NULL;
+	values[0] = ObjectIdGetDatum(relid);
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT pg_catalog.column_to_column_name(logicalrelid, partkey)"
+							  " FROM pg_catalog.pg_dist_partition"
+							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1 AND partkey IS NOT NULL",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (name != NULL)
+			result = MemoryContextStrdup(CurTransactionContext, name);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
  * ttl_citus_refuse
  *		ERROR when the table is a Citus table a policy cannot be on (see
  *		the top of the file): a reference table or a Citus local table.

@@ -534,7 +534,15 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 	foreach(lc, cols)
 	{
 		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+		char	   *distcol = ttl_citus_distribution_column(RelationGetRelid(rel));
 
+		/* Citus moves no row between shards on an UPDATE */
+		if (distcol != NULL && strcmp(distcol, col->name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("set_columns must not name column \"%s\": it is the distribution column of table \"%s\"",
+							col->name, RelationGetRelationName(rel)),
+					 errdetail("The row would have to move to another shard.")));
 		names = lappend(names, makeString(col->name));
 		if (IsA(col->value, Const) && ((Const *) col->value)->constisnull)
 			null_names = lappend(null_names, makeString(col->name));

@@ -198,6 +198,7 @@ extern bool ttl_citus_policy_copy(const char *relname, Oid relnamespace);
 extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
+extern char *ttl_citus_distribution_column(Oid relid);
 extern char *ttl_citus_index_name(Oid indexoid);
 extern void ttl_drop_index_named(const char *name);
 extern void ttl_drop_created(Oid indexoid);

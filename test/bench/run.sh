@@ -24,6 +24,10 @@
 #      (compressible and not),
 #      rows with three secondary indexes and rows whose expiry is random,
 #      each beside its own plain DELETE
+#  11. anonymize: two columns of 800,000 expired rows of 1M reset by the
+#      worker (set_columns), beside the equivalent plain UPDATE
+#  12. a size cap under steady inserts: a table capped at 100,000 rows while
+#      pgbench inserts 2,000 rows/s, its row count sampled every 200 ms
 #
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
@@ -46,7 +50,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 smoke=0
 out=$here/test/bench/results
 runs=3
-only="1 2 3 4 5 6 7 8 9 10"
+only="1 2 3 4 5 6 7 8 9 10 11 12"
 shapes="p40 p100 p500 toast toastx idx3 random"
 extra=()
 args=("$@")
@@ -80,10 +84,12 @@ if [ $smoke = 1 ]; then
 	s1_rows=20000; s2_secs=3; s3_rows=20000; s3_secs=3; s4_rows=20000; s4_secs=4; s4_win=0.5; s4_runs=2
 	s5_sizes="100"; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2; s8_sizes="20000"; s8_secs=5
 	s9_rate=5000; s9_secs=4; s10_rows=20000; s10_toast_rows=4000; s10_runs=1
+	s11_rows=20000; s12_cap=2000; s12_rate=500; s12_secs=4
 else
 	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_win=1; s4_runs=5
 	s5_sizes="1000 10000"; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3; s8_sizes="1000000 10000000"; s8_secs=30
 	s9_rate=20000; s9_secs=40; s10_rows=1000000; s10_toast_rows=100000; s10_runs=3
+	s11_rows=1000000; s12_cap=100000; s12_rate=2000; s12_secs=30
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
@@ -1180,8 +1186,115 @@ s10() {
 	fi
 }
 
+# ---------------------------------------------------------------- 11
+s11() {
+	local n=$s11_rows expired=$((s11_rows * 8 / 10)) t m t_update t_worker t0 t1 ok
+	local set="email = NULL, name = 'erased'"
+	local pending="(email IS DISTINCT FROM NULL OR name IS DISTINCT FROM 'erased')"
+	echo
+	echo "== 11. anonymize: $(fmt $expired) expired rows of $(fmt $n) get two columns reset (email = NULL, name = 'erased')"
+	echo "   by the equivalent plain UPDATE, and by the worker (set_columns), each on its own identical table; CHECKPOINT before each"
+	worker off
+	for t in s11_update s11_worker; do
+		Q >/dev/null <<SQL
+CREATE TABLE $t (id bigserial, seen timestamptz NOT NULL, email text, name text, payload text) WITH (autovacuum_enabled = off);
+INSERT INTO $t (seen, email, name, payload)
+  SELECT timestamptz '$base' - interval '800 days' + g * interval '1 ms', 'u' || g || '@example.com', 'User ' || g, rpad(g::text, 40, '.')
+    FROM generate_series(1, $expired) g;
+INSERT INTO $t (seen, email, name, payload)
+  SELECT timestamptz '$base' + g * interval '1 ms', 'u' || g || '@example.com', 'User ' || g, rpad(g::text, 40, '.')
+    FROM generate_series($expired + 1, $n) g;
+ALTER TABLE $t ADD PRIMARY KEY (id);
+VACUUM ANALYZE $t;
+SQL
+	done
+	# the same index for both: the policy's, partial on the rows still to do
+	Q >/dev/null <<SQL
+CREATE INDEX s11_update_seen ON s11_update (seen) WHERE $pending;
+SELECT ttl_create_index('s11_worker', 'seen', interval '730 days', set_columns => \$\$$set\$\$);
+CHECKPOINT;
+SQL
+	t_update=$(timed <<SQL | head -1
+UPDATE s11_update SET $set WHERE seen < now() - interval '730 days' AND $pending;
+SQL
+)
+	sql "CHECKPOINT" >/dev/null
+	t0=$(date +%s.%N)
+	worker on
+	Q >/dev/null <<SQL
+DO \$\$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT s.rows_anonymized FROM ttl_index_policy_stats() s
+					 JOIN ttl_index_policy p ON p.id = s.policy_id
+					WHERE p.relid = 's11_worker'::regclass) >= $expired
+			   OR clock_timestamp() - t0 > interval '900 s';
+		COMMIT;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END \$\$;
+SQL
+	t1=$(date +%s.%N)
+	t_worker=$(calc "($t1 - $t0) * 1000" 3)
+	ok=$(sql "SELECT (SELECT count(*) FROM s11_update WHERE email IS NULL AND name = 'erased') = $expired
+	            AND (SELECT count(*) FROM s11_worker WHERE email IS NULL AND name = 'erased') = $expired
+	            AND (SELECT count(*) FROM s11_worker) = $n")
+	[ "$ok" = t ] || die "scenario 11: the two tables differ after the run"
+	printf '%-40s %10s %14s %s\n' method seconds rows/s "vs UPDATE"
+	printf '%-40s %10s %14s %s\n' "plain UPDATE (one statement)" "$(calc "$t_update / 1000" 3)" \
+		"$(fmt "$(calc "$expired * 1000 / $t_update" 0)")" "1.00x"
+	printf '%-40s %10s %14s %s\n' "worker, set_columns (batches)" "$(calc "$t_worker / 1000" 3)" \
+		"$(fmt "$(calc "$expired * 1000 / $t_worker" 0)")" "$(calc "$t_update / $t_worker" 2)x"
+	printf 'method\tseconds\nupdate\t%s\nworker\t%s\n' "$(calc "$t_update / 1000" 3)" "$(calc "$t_worker / 1000" 3)" > "$out/s11.tsv"
+	target 11 "anonymize: worker vs UPDATE (x)" "$(calc "$t_update / $t_worker" 2)" ">= 0.5" \
+		"$([ $smoke = 1 ] && echo na || le 0.5 "$(calc "$t_update / $t_worker" 2)")"
+	sql "DROP TABLE s11_update, s11_worker" >/dev/null
+}
+
+# ---------------------------------------------------------------- 12
+s12() {
+	local cap=$s12_cap rate=$s12_rate secs=$s12_secs n p1 p50 p99 max tps inserted
+	echo
+	echo "== 12. a size cap under steady inserts: max_rows => $(fmt $cap), pgbench inserts about $(fmt $rate) rows/s (10 per transaction) for $secs s; count(*) every 200 ms"
+	Q >/dev/null <<SQL
+CREATE TABLE s12_cap (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), payload text);
+INSERT INTO s12_cap (at, payload) SELECT now() - g * interval '1 ms', repeat('p', 40) FROM generate_series(1, $cap) g;
+SELECT ttl_create_index('s12_cap', 'at', NULL, max_rows => $cap);
+SQL
+	worker on
+	cat > "$dir/s12.sql" <<'SQL'
+INSERT INTO s12_cap (payload) SELECT repeat('p', 40) FROM generate_series(1, 10);
+SQL
+	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
+		-f "$dir/s12.sql" bench > "$dir/s12.pgbench" 2>&1 &
+	local pgb=$!
+	sql "CALL bench_sample_query(12, 's12_cap', 'SELECT count(*)::float8 FROM s12_cap', $secs)"
+	wait $pgb || { cat "$dir/s12.pgbench"; die "scenario 12: pgbench failed"; }
+	sql "COPY (SELECT round(t::numeric, 3), age::bigint FROM bench_sample WHERE scenario = 12 ORDER BY t) TO STDOUT" |
+		{ printf 't_s\trows\n'; cat; } > "$out/s12_rows.tsv"
+	n=$(($(wc -l < "$out/s12_rows.tsv") - 1))
+	p1=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 1)
+	p50=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 50)
+	p99=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 99)
+	max=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 100)
+	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s12.pgbench")
+	inserted=$(calc "$tps * 10" 0)
+	printf '%-34s %s\n' "inserted rows/s (pgbench)" "$(fmt "$inserted")"
+	printf '%-34s %s\n' "rows capped by the worker" "$(fmt "$(sql "SELECT rows_capped FROM ttl_index_stats WHERE table_name = 's12_cap'::regclass")")"
+	printf '%-34s %s\n' "samples" "$n"
+	printf '%-34s %9s %9s %9s %9s\n' "rows in the table" p1 p50 p99 max
+	printf '%-34s %9s %9s %9s %9s\n' "(cap $(fmt $cap))" "$p1" "$p50" "$p99" "$max"
+	printf 'p1\tp50\tp99\tmax\tcap\tinserted_rows_per_s\n%s\t%s\t%s\t%s\t%s\t%s\n' "$p1" "$p50" "$p99" "$max" "$cap" "$inserted" > "$out/s12_summary.tsv"
+	# at most the cap plus two seconds of inserts, and never a percent under it
+	target 12 "capped table, max rows over cap" "$((max - cap))" "<= $((2 * rate))" "$(le $((max - cap)) $((2 * rate)))"
+	target 12 "capped table, min rows (p1)" "$p1" ">= $((cap * 99 / 100))" "$(le $((cap * 99 / 100)) "$p1")"
+	sql "DROP TABLE s12_cap" >/dev/null
+}
+
 # ---------------------------------------------------------------- run
-for s in 1 10 2 3 4 5 6 8 9; do
+for s in 1 10 2 3 4 5 6 8 9 11 12; do
 	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
 		t=$(date +%s)
 		s$s

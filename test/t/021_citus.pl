@@ -159,6 +159,55 @@ for my $n ($coord, @workers)
 		'node ' . $n->name . ' deleted in batches of at most batch_size rows');
 }
 
+# ---- caps, windows and anonymize on a distributed table: each node caps
+# its shards at their share of the cap, reads the window in the policy's
+# zone, and resets the columns of its shards' expired rows
+$coord->safe_psql($db, q{
+CREATE TABLE feed (id bigint, at timestamptz NOT NULL, email text, note text);
+SELECT create_distributed_table('feed', 'id', shard_count => 8);
+INSERT INTO feed SELECT g, now() - g * interval '1 s', 'x', 'capped' FROM generate_series(1, 8000) g;
+SELECT ttl_create_index('feed', 'at', NULL, max_rows => 800);
+});
+TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM feed', '800',
+	'the capped distributed table comes down to its cap: each node to its shards\' share', 60);
+TtlIndex::wait_until($coord, $db,
+	q{SELECT count(*) = 3 AND bool_and(rows_deleted > 0) FROM ttl_index_citus_nodes()
+	   WHERE policy_id = (SELECT id FROM ttl_index_policy WHERE relid = 'feed'::regclass)},
+	'every node took its part');
+for my $w (@workers)
+{
+	cmp_ok($w->safe_psql($db, q{SELECT rows_capped FROM ttl_index_policy_stats()
+	  WHERE policy_id = (SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')}),
+		'>', 0, 'worker ' . $w->name . ' counts the rows it capped');
+}
+$coord->safe_psql($db, q{
+SELECT ttl_drop_index('feed', 'at');
+INSERT INTO feed SELECT g, now() - interval '2 hours', 'x@example.com', 'window' FROM generate_series(10001, 10300) g;
+SELECT ttl_create_index('feed', 'at', 3600, set_columns => 'email = NULL',
+	purge_window => to_char((now() AT TIME ZONE ttl_index_server_time_zone()) + interval '2 hours', 'HH24:MI')
+		|| '-' || to_char((now() AT TIME ZONE ttl_index_server_time_zone()) + interval '3 hours', 'HH24:MI'));
+});
+for my $w (@workers)
+{
+	TtlIndex::wait_is($w, $db, q{SELECT stalled FROM ttl_index_policy_health()
+	  WHERE policy_id = (SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')},
+		'waiting for its purge window', 'worker ' . $w->name . ': outside the window, the rows wait');
+}
+is($coord->safe_psql($db, q{SELECT count(email) FROM feed WHERE note = 'window'}), '300',
+	'no node anonymized outside the window');
+$coord->safe_psql($db, q{
+SELECT ttl_create_index('feed', 'at', 3600, set_columns => 'email = NULL',
+	purge_window => to_char((now() AT TIME ZONE ttl_index_server_time_zone()) - interval '1 hour', 'HH24:MI')
+		|| '-' || to_char((now() AT TIME ZONE ttl_index_server_time_zone()) + interval '1 hour', 'HH24:MI'));
+});
+TtlIndex::wait_is($coord, $db, q{SELECT count(*) || ' ' || count(email) FROM feed WHERE note = 'window'},
+	'300 0', 'inside the window every node anonymizes its expired rows, which stay', 60);
+my ($fret, $fout, $ferr) = $coord->psql($db,
+	q{SELECT ttl_create_index('feed', 'at', 3600, set_columns => 'id = NULL')});
+like($ferr, qr/must not name column "id": it is the distribution column of table "feed"/,
+	'set_columns refuses the distribution column');
+$coord->safe_psql($db, q{SELECT ttl_drop_index('feed', 'at')});
+
 # ---- no other role reaches the policies through the sync trigger: it is
 # not executable by PUBLIC, so a role cannot attach it to a look-alike
 # table of its own and plant a policy on another role's distributed table

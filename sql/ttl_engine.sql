@@ -147,6 +147,37 @@ SELECT * FROM ttl_test.slices(0, 100, 2, 1, ARRAY['claim 101', 'back 0 1']);
 SELECT * FROM ttl_test.slices(0, 1, 4, 1, '{}');
 SELECT * FROM ttl_test.slices(10, 10, 4, 2, '{}');
 
+-- Purge windows at any instant (window.c): the days a zone skips or
+-- repeats an hour, without waiting for them
+CREATE FUNCTION ttl_test.window(purge_window text, zone text, at timestamptz,
+	OUT open boolean, OUT from_ts timestamptz, OUT until_ts timestamptz)
+	AS 'ttl_index', 'ttl_test_window' LANGUAGE C STRICT;
+SET TimeZone = 'UTC';
+-- inside; outside (the next window, whole); the end is not in it
+SELECT * FROM ttl_test.window('01:00-05:00', 'UTC', '2026-06-01 03:00+00');
+SELECT * FROM ttl_test.window('01:00-05:00', 'UTC', '2026-06-01 06:00+00');
+SELECT * FROM ttl_test.window('01:00-05:00', 'UTC', '2026-06-01 05:00+00');
+-- over midnight: inside since the day before, and the next one
+SELECT * FROM ttl_test.window('22:00-02:00', 'UTC', '2026-06-01 01:00+00');
+SELECT * FROM ttl_test.window('22:00-02:00, 13:00-14:00', 'UTC', '2026-06-01 03:00+00');
+-- 24:00 ends the day
+SELECT * FROM ttl_test.window('18:00-24:00', 'UTC', '2026-06-01 23:59:59+00');
+SELECT * FROM ttl_test.window('18:00-24:00', 'UTC', '2026-06-02 00:00+00');
+-- in the zone's clock: 01:00 in Asia/Kolkata is 19:30 UTC
+SELECT * FROM ttl_test.window('01:00-02:00', 'Asia/Kolkata', '2026-06-01 00:00+00');
+-- New York skips 02:00-03:00 on 2026-03-08: 02:30 reads as 03:30 EDT, so
+-- 02:30-03:00 is empty that day and the next window is the day after;
+-- 01:00-03:30 spans the gap, 06:00 to 07:30 UTC
+SELECT * FROM ttl_test.window('02:30-03:00', 'America/New_York', '2026-03-08 05:00+00');
+SELECT * FROM ttl_test.window('01:00-03:30', 'America/New_York', '2026-03-08 06:30+00');
+-- it repeats 01:00-02:00 on 2026-11-01: an edge there is the second 01:30
+-- (EST, 06:30 UTC)
+SELECT * FROM ttl_test.window('01:30-02:30', 'America/New_York', '2026-11-01 04:00+00');
+-- bad input
+SELECT * FROM ttl_test.window('1-2', 'UTC', '2026-06-01 00:00+00');
+SELECT * FROM ttl_test.window('01:00-02:00', 'Nowhere/Else', '2026-06-01 00:00+00');
+RESET TimeZone;
+
 DROP TABLE run, slice, prefix;
 DROP FUNCTION expired_for_good(boolean);
 DROP SCHEMA ttl_test CASCADE;

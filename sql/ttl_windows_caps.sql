@@ -100,14 +100,27 @@ SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() AS purged;
 SELECT count(*), max(id) FROM wc.base;
 
--- 6. A date key: the rows of the day of the last row over the cap go
--- with it (ties at the cut go together: fewer than max_rows stay)
+-- 6. A date key: the cut is the key of the first row that stays, and the
+-- rows tied with it stay (the rest of that day: more than max_rows)
 CREATE TABLE wc.daily (id int, day date);
 SELECT ttl_create_index('wc.daily', 'day', NULL, max_rows => 25, time_zone => 'UTC') > 0 AS created;
 INSERT INTO wc.daily SELECT i, current_date - (i - 1) / 10 FROM generate_series(1, 100) i;
 SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() AS purged;
-SELECT count(*), min(day) = current_date - 1 AS two_days_left FROM wc.daily;
+SELECT count(*), min(day) = current_date - 2 AS three_days_left FROM wc.daily;
+-- rows that all share one key (one INSERT with DEFAULT now()) are never
+-- capped: the cut would take them all
+CREATE TABLE wc.burst (id int, at timestamptz NOT NULL DEFAULT now());
+SELECT ttl_create_index('wc.burst', 'at', NULL, max_rows => 10) > 0 AS created;
+INSERT INTO wc.burst (id) SELECT i FROM generate_series(1, 50) i;
+SELECT pg_stat_force_next_flush();
+SELECT ttl_runner() AS purged;
+SELECT count(*) FROM wc.burst;
+-- the rows that came before it go
+INSERT INTO wc.burst VALUES (0, now() - interval '1 hour');
+SELECT pg_stat_force_next_flush();
+SELECT ttl_runner() AS purged;
+SELECT count(*), min(id) FROM wc.burst;
 
 -- 7. Archive: the rows over the cap are archived, not lost
 CREATE TABLE wc.orders (id int, at timestamptz);

@@ -31,14 +31,17 @@
  * zero while the table keeps its rows: the count is then below the size
  * the table was last measured at (pg_class.reltuples), with no VACUUM or
  * ANALYZE since.  Such a count is not trusted, and until autovacuum
- * measures the table again each pass reads the key of the first row past
- * the cap from the newest end instead: exact, and as many index entries
- * as the cap.
+ * measures the table again each pass reads the key of the last row that
+ * stays from the newest end instead: exact, and as many index entries as
+ * the cap; a cap over TTL_CAP_MAX_WALK then waits for the measure
+ * (autoanalyze, or an ANALYZE), and the worker says so once.
  *
- * Ties at the cut go together: with a date column, the rows of the day of
- * the last row over the cap all go (the table then holds fewer than
- * max_rows).  With a numeric column, whose keys have no next value, the
- * rows of that key stay (the table holds a few more).
+ * The cut is the key of the first row that stays: the rows below it go.
+ * Rows tied with it stay, so the table may hold a few more than max_rows
+ * (with a date column, the rest of that day's rows), and rows that all
+ * share one key (one INSERT with DEFAULT now()) are never capped.  A walk
+ * reads at most TTL_CAP_MAX_WALK entries; a table further over its cap
+ * comes down by that many rows a pass.
  *
  * Citus: each node caps the shards it holds at its share of the cap,
  * max_rows times its shards over the table's shards.
@@ -53,6 +56,7 @@
 
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "utils/array.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -65,6 +69,13 @@
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
+
+/*
+ * Most index entries a pass reads to find its cap's key: a walk from the
+ * oldest row goes on at the next pass; a count not trusted with a larger
+ * cap waits for the table to be measured.
+ */
+#define TTL_CAP_MAX_WALK		1000000
 
 /*
  * ttl_cap_live_rows
@@ -141,6 +152,7 @@ ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1];
 	int64		shards;
+	int64		share;
 	bool		isnull;
 
 	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
@@ -155,7 +167,10 @@ ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
 	if (shards <= 0)
 		return policy->max_rows;
 	/* rounded up: the nodes' shares never sum below the cap */
-	return (policy->max_rows * list_length(pass->targets) + shards - 1) / shards;
+	if (pg_mul_s64_overflow(policy->max_rows, list_length(pass->targets), &share) ||
+		pg_add_s64_overflow(share, shards - 1, &share))
+		return policy->max_rows;
+	return share / shards;
 }
 
 /*
@@ -207,12 +222,12 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	bool		typbyval;
 	bool		isnull;
 	Datum		key;
-	int64		ordinal;
 	int64		offset;
 	bool		newest;
 
 	pass->cap_done = true;
 	pass->cap_active = false;
+	pass->cap_unmeasured = false;
 	if (policy->max_rows <= 0 || pass->targets == NIL)
 		return;
 
@@ -222,17 +237,27 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	cap = ttl_cap_share(policy, pass);
 	if (ttl_cap_live_rows(pass, &live))
 	{
-		/* the last of the rows over the cap, counted from the oldest */
+		/*
+		 * The first row that stays, counted from the oldest; a walk of at
+		 * most TTL_CAP_MAX_WALK entries, the next pass going on from there.
+		 */
 		newest = false;
-		offset = live - cap - 1;
+		offset = Min(live - cap, (int64) TTL_CAP_MAX_WALK);
+	}
+	else if (cap <= TTL_CAP_MAX_WALK)
+	{
+		/* the last row that stays, counted from the newest: exact */
+		newest = true;
+		offset = cap - 1;
 	}
 	else
 	{
-		/* the first row past the cap, counted from the newest */
+		/* too many to read at each pass: until the table is measured */
 		newest = true;
-		offset = cap;
+		offset = -1;
+		pass->cap_unmeasured = true;
 	}
-	if (offset >= 0)
+	if (offset > 0 || (newest && offset >= 0))
 	{
 		values[0] = Int64GetDatum(offset);
 		if (SPI_execute_with_args(ttl_cap_sql(policy, pass, newest), 1, argtypes, values, NULL,
@@ -240,13 +265,15 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
 		if (SPI_processed == 1)
 		{
+			MemoryContext old;
+
 			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
 			key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 			get_typlenbyval(keytype, &typlen, &typbyval);
-			/* the rows of the last key over the cap go with it (see above) */
-			if (ttl_key_ordinal(keytype, key, &ordinal) && ordinal < PG_INT64_MAX)
-				key = ttl_key_from_ordinal(keytype, ordinal + 1);
+			/* the pass outlives SPI's memory and this transaction */
+			old = MemoryContextSwitchTo(pass->cxt);
 			pass->cap_bound = datumCopy(key, typbyval, typlen);
+			MemoryContextSwitchTo(old);
 			pass->cap_active = true;
 		}
 	}
@@ -280,7 +307,12 @@ ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone
 	else if (keytype == TIMESTAMPOID && policy->unit_ns == 0)
 		cutoff->limit = ttl_local_instant(DatumGetTimestamp(pass->cap_bound), zone);
 	else if (keytype == DATEOID && policy->unit_ns == 0)
-		cutoff->limit = ttl_local_instant((Timestamp) DatumGetDateADT(pass->cap_bound) * USECS_PER_DAY,
-										  zone);
+	{
+		DateADT		day = DatumGetDateADT(pass->cap_bound);
+
+		cutoff->limit = DATE_IS_NOBEGIN(day) ? DT_NOBEGIN :
+			DATE_IS_NOEND(day) ? DT_NOEND :
+			ttl_local_instant((Timestamp) day * USECS_PER_DAY, zone);
+	}
 	return true;
 }

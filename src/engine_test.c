@@ -4,8 +4,10 @@
  *	  Entry points for the engine's own tests: they drive a pass of one
  *	  policy batch by batch in the calling session (batch.c, pass.c), and
  *	  a shared drain's slices step by step on a job in local memory
- *	  (slices.c), so that the resume position, the known-dead prefix and
- *	  slice stealing are tested without depending on time.
+ *	  (slices.c), and a policy's purge windows at any instant
+ *	  (window.c), so that the resume position, the known-dead prefix,
+ *	  slice stealing and window edges are tested without depending on
+ *	  time.
  *
  * Who reaches them: nobody, unless a superuser declares them.  The
  * extension's scripts declare none; the engine's regression test
@@ -44,6 +46,7 @@ PG_FUNCTION_INFO_V1(ttl_test_engine_range);
 PG_FUNCTION_INFO_V1(ttl_test_engine_batch);
 PG_FUNCTION_INFO_V1(ttl_test_engine_end);
 PG_FUNCTION_INFO_V1(ttl_test_slices);
+PG_FUNCTION_INFO_V1(ttl_test_window);
 
 static MemoryContext TestCxt = NULL;
 static TtlPolicy *TestPolicy = NULL;
@@ -463,4 +466,39 @@ ttl_test_slices(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * ttl_test_window(purge_window text, zone text, at timestamptz,
+ *				   OUT open bool, OUT from_ts timestamptz, OUT until_ts timestamptz)
+ *		Whether a policy with these windows, read in this zone, may purge at
+ *		`at`, and the edges of its window then or of its next one
+ *		(window.c), for any instant: the days a zone skips or repeats an
+ *		hour are tested without waiting for them.
+ */
+Datum
+ttl_test_window(PG_FUNCTION_ARGS)
+{
+	TtlPolicy	policy;
+	TimestampTz from;
+	TimestampTz until;
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	ttl_test_check();
+	memset(&policy, 0, sizeof(policy));
+	policy.purge_window = ttl_window_normalize(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ttl_window_read(policy.purge_window, &policy.windows);
+	policy.time_zone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!ttl_zone_valid(policy.time_zone))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" not recognized", policy.time_zone)));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = BoolGetDatum(ttl_window_find(&policy, PG_GETARG_TIMESTAMPTZ(2), &from, &until));
+	values[1] = TimestampTzGetDatum(from);
+	values[2] = TimestampTzGetDatum(until);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -353,7 +353,10 @@ ttl_cutoff_compute(Oid typid, int64 unit_ns, pg_tz *zone, TimestampTz now,
 	Timestamp	safe;
 	long		min_gmtoff;
 
-	if (pg_sub_s64_overflow(now, expire_after, &limit))
+	/* a cap alone (expire_after NULL): nothing expires, -infinity neither */
+	if (expire_after == PG_INT64_MAX)
+		limit = DT_NOBEGIN;
+	else if (pg_sub_s64_overflow(now, expire_after, &limit))
 		limit = DT_NOBEGIN + 1;
 	cutoff->limit = limit;
 	cutoff->recheck = false;

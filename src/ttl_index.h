@@ -562,6 +562,8 @@ typedef struct TtlPass
 	bool		cap_done;
 	bool		cap_active;		/* rows below cap_bound go, expired or not */
 	Datum		cap_bound;		/* in the key's type, in cxt */
+	bool		cap_unmeasured; /* a count not trusted, a cap too large to
+								 * read exactly: no cap this pass */
 } TtlPass;
 
 /* what a helper needs to run its lead's pass (parallel.c) */

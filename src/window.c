@@ -14,15 +14,21 @@
  * The clock is the policy's time zone (expiry.c, ttl_policy_zone): the one
  * its timestamp or date key is read in, else the server's TimeZone.  A
  * window's edges are wall-clock times of that zone, found on each day as
- * PostgreSQL reads a local time: on the day a zone skips an hour, an edge
- * inside the gap falls at the end of it; on the day it repeats one, at
- * its first occurrence.
+ * PostgreSQL reads a local time (a timestamp cast to timestamptz): on the
+ * day a zone skips an hour, an edge inside the gap is read with the offset
+ * from before the change (02:30 in New York becomes 03:30 EDT); on the day
+ * it repeats one, at its second occurrence.  A window whose end is then
+ * before its start is empty that day.
  *
  * Outside its windows a policy starts no pass, and a pass in hand ends at
  * its next batch (worker.c); ttl_runner() leaves it alone.  Keep-up
  * (keepup.c) asks for the pace that purges a day's rows in the windows'
  * hours, and a window that closes with expired rows left is falling
  * behind.
+ *
+ * Memory: looking up the server's zone allocates; the worker asks outside
+ * any transaction, at every batch of a windowed policy, so each look-up
+ * runs in a context of this file's, emptied after it.
  *
  * Locking: none; arithmetic on a policy read by the caller.
  *
@@ -35,6 +41,7 @@
 #include "lib/stringinfo.h"
 #include "pgtime.h"
 #include "utils/datetime.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
@@ -198,6 +205,8 @@ bool
 ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 				TimestampTz *until)
 {
+	static MemoryContext cxt = NULL;
+	MemoryContext old;
 	TtlWindows *w = &policy->windows;
 	pg_tz	   *zone;
 	Timestamp	local;
@@ -214,7 +223,13 @@ ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 			*until = DT_NOEND;
 		return w->n == 0;
 	}
+	if (cxt == NULL)
+		cxt = AllocSetContextCreate(TopMemoryContext, "ttl_index windows",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
 	zone = ttl_policy_zone(policy);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(cxt);
 	local = ttl_instant_local(now, zone);
 	if (TIMESTAMP_NOT_FINITE(local))
 		return false;
@@ -235,6 +250,9 @@ ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 			TimestampTz s = ttl_window_edge(base, w->start[i], zone);
 			TimestampTz e = ttl_window_edge(base, w->start[i] + len, zone);
 
+			/* an edge in a skipped hour can put the end first: empty */
+			if (e <= s)
+				continue;
 			if (s <= now && now < e)
 			{
 				open = true;

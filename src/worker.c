@@ -116,6 +116,7 @@ typedef struct TtlSchedEntry
 	bool		warned_no_index;	/* said once that the index is missing */
 	bool		origin_waiting; /* its last batch waited for an origin */
 	bool		window_wait;	/* outside its purge window with work left */
+	bool		cap_warned;		/* said its cap waits for a measure */
 	TimestampTz oldest_expiry;	/* as the last pass's probe saw it
 								 * (TtlHealth) */
 	Oid			owner;			/* the table's owner, at the last reload */
@@ -601,6 +602,18 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	/* the next pass of a capped policy counts with this one's deletes (cap.c) */
 	if (e->policy.max_rows > 0)
 		pgstat_report_stat(true);
+	if (pass->cap_unmeasured && !e->cap_warned)
+	{
+		/* said once, until a pass can cap again */
+		ereport(WARNING,
+				(errmsg("ttl_index: the cap of %s waits for the table to be measured", relname),
+				 errdetail("Its live-row count was reset (a crash, pg_stat_reset(), a promotion), and a cap of " INT64_FORMAT " rows is too large to count at each pass.",
+						   e->policy.max_rows),
+				 errhint("Run ANALYZE on the table; autovacuum will in time.")));
+		e->cap_warned = true;
+	}
+	else if (!pass->cap_unmeasured)
+		e->cap_warned = false;
 	switch (result->outcome)
 	{
 		case TTL_BATCH_DONE:
@@ -1493,9 +1506,14 @@ ttl_worker_run(void)
 		 * before it.
 		 */
 		Assert(Schedule[i].e->pass == NULL);
-		Assert(Schedule[i].e->policy.enabled ?
-			   Schedule[i].due >= ttl_worker_due(Schedule[i].e) :
-			   Schedule[i].due == DT_NOEND);
+		/*
+		 * A window only moves due later; its opening is not recomputed
+		 * here (the server's TimeZone may have changed since).
+		 */
+		Assert(!Schedule[i].e->policy.enabled ? Schedule[i].due == DT_NOEND :
+			   Schedule[i].e->policy.windows.n != 0 ?
+			   Schedule[i].due >= Max(Schedule[i].e->next_check, Schedule[i].e->retry_after) :
+			   Schedule[i].due >= ttl_worker_due(Schedule[i].e));
 		wake = Min(wake, Schedule[i].due);
 	}
 	ttl_slot_set_phase(origin_waiting ? "waiting for a replication origin" :

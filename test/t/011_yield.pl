@@ -189,6 +189,13 @@ set_conf('ttl_index.enabled = on');
 TtlIndex::wait_until($node, 'one', "SELECT rows_deleted > $deleted FROM ttl_index_stats",
 	'the worker deletes again while the application writes');
 my $seen = watch('one', 2);
+# a large batch means the worker saw no write for a second: on a machine
+# busy enough to stall the application that long, watch again once
+if ($seen->{large} > 0)
+{
+	diag("$seen->{large} of $seen->{samples} samples saw a large batch (the application wrote $seen->{app_per_s} rows a second): watching again");
+	$seen = watch('one', 2);
+}
 cmp_ok($seen->{app_per_s}, '>', 100,
 	sprintf('the application was writing (%.0f rows a second)', $seen->{app_per_s}));
 cmp_ok($seen->{yielding}, '>', $seen->{samples} / 2,

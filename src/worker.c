@@ -176,6 +176,7 @@ typedef struct TtlSchedSlot
 	TimestampTz last_pass_at;
 	TimestampTz next_expiry;
 	bool		origin_waiting; /* the entry's, kept here: see below */
+	bool		window_wait;	/* the entry's, enabled: as origin_waiting */
 } TtlSchedSlot;
 
 #define TTL_DUE_IN_PASS		DT_NOBEGIN
@@ -289,6 +290,7 @@ ttl_worker_slot_set(TtlSchedSlot *slot, TtlSchedEntry *e)
 	slot->due = ttl_worker_due(e);
 	/* read at every wake-up: from the slots, not through each entry */
 	slot->origin_waiting = e->origin_waiting;
+	slot->window_wait = e->window_wait && e->policy.enabled;
 	/* a policy with windows goes through its entry: its due time moves */
 	slot->idle = e->pass == NULL && e->policy.enabled && e->caught_up &&
 		e->policy.windows.n == 0 &&
@@ -1499,7 +1501,7 @@ ttl_worker_run(void)
 	for (int i = 0; i < ScheduleLen; i++)
 	{
 		origin_waiting |= Schedule[i].origin_waiting;
-		window_wait |= Schedule[i].e->window_wait && Schedule[i].e->policy.enabled;
+		window_wait |= Schedule[i].window_wait;
 		/*
 		 * In a build with asserts: no slot is out of step with its entry.
 		 * An idle re-check moves due past the entry's next_check, never

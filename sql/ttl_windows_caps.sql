@@ -69,14 +69,15 @@ INSERT INTO wc.feed VALUES (0, now() - interval '2 hours');
 SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() AS purged;
 
--- 3. Rows with no key never go, and a count the keys cannot meet takes
--- nothing: 10 rows with a key, 2000 without, a cap of 5
+-- 3. Rows with no key never go: 10 rows with a key, 2000 without, a cap
+-- of 5 (the count says the table is over it; the cut keeps the 5 newest
+-- rows with a key)
 CREATE TABLE wc.nulls (id int, at timestamptz);
 SELECT ttl_create_index('wc.nulls', 'at', NULL, max_rows => 5) > 0 AS created;
-INSERT INTO wc.nulls SELECT i, CASE WHEN i <= 10 THEN now() END FROM generate_series(1, 2010) i;
+INSERT INTO wc.nulls SELECT i, CASE WHEN i <= 10 THEN now() - i * interval '1 second' END FROM generate_series(1, 2010) i;
 SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() AS purged;
-SELECT count(*), count(at) FROM wc.nulls;
+SELECT count(*), count(at), max(id) FILTER (WHERE at IS NOT NULL) AS newest_kept FROM wc.nulls;
 
 -- 4. A partitioned table: the cap is the whole table's, across partitions
 CREATE TABLE wc.parts (id int, at timestamptz NOT NULL) PARTITION BY RANGE (at);

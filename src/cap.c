@@ -5,43 +5,43 @@
  *	  the TTL column going first, expired or not
  *	  (ttl_create_index(..., max_rows => N)).
  *
- * A cap is a second cut-off.  At a pass's first batch, the rows over the
- * cap are counted, and the key of the last of that many oldest rows is
- * read from the policy's index; every batch of the pass then deletes the
- * rows at or below that key as well as the expired ones, with the same
- * engine, in the same bounded batches, at the same pace (batch.c).  The
- * rows it takes that had not expired are counted apart (rows_capped).
+ * A cap is a second cut-off.  At a pass's first batch, the key of the
+ * first row that stays is read from the policy's index; every batch of the
+ * pass then deletes the rows below that key as well as the expired ones,
+ * with the same engine, in the same bounded batches, at the same pace
+ * (batch.c).  The rows it takes that had not expired are counted apart
+ * (rows_capped).
  *
- * The count is PostgreSQL's own count of live rows, the one autovacuum
- * reads (pg_stat_get_live_tuples: every committed insert and delete, a
- * second or so after its commit, and the estimate of the last VACUUM or
- * ANALYZE), summed over the tables the policy purges.  Counting the rows
- * themselves would read the whole table at every pass; reading the key of
- * the last row over the cap reads as many index entries as the pass will
- * delete rows anyway.  So the table is held at its cap as closely as that
- * count follows it.  This process's own inserts and deletes not reported
- * yet are added (pg_stat_get_xact_*), and the worker reports its deletes
- * at the end of each pass of a capped policy, so that the next pass never
- * counts rows it already deleted.  When fewer rows have a key than the
- * count says are over the cap (rows with a NULL key never go), nothing is
- * taken for the cap in that pass: a count ahead of the table must never
- * empty it.
+ * Counting a table's rows reads all of it; the cap reads as little as it
+ * can.  PostgreSQL's own count of live rows, the one autovacuum reads
+ * (pg_stat_get_live_tuples: every committed insert and delete, a second or
+ * so after its commit, and the estimate of the last VACUUM or ANALYZE),
+ * summed over the tables the policy purges, with this process's own
+ * inserts and deletes not reported yet (pg_stat_get_xact_*), says whether
+ * the table may be over its cap; the worker reports its deletes at the end
+ * of each capped pass.  Only then is the cut read, exactly: the key of the
+ * max_rows-th newest row, which reads max_rows index entries.  The count
+ * alone cannot place the cut: deletes reported before the inserts they
+ * followed are lost to it (PostgreSQL keeps it from going below zero), and
+ * a cut placed by it took the newest rows.
  *
  * A crash, pg_stat_reset() or a promotion starts the counts again from
- * zero while the table keeps its rows: the count is then below the size
- * the table was last measured at (pg_class.reltuples), with no VACUUM or
- * ANALYZE since.  Such a count is not trusted, and until autovacuum
- * measures the table again each pass reads the key of the last row that
- * stays from the newest end instead: exact, and as many index entries as
- * the cap; a cap over TTL_CAP_MAX_WALK then waits for the measure
- * (autoanalyze, or an ANALYZE), and the worker says so once.
+ * zero while the table keeps its rows: such a count (below the size the
+ * table was last measured at, pg_class.reltuples, with no VACUUM or
+ * ANALYZE since) is not trusted, and the cut is read at each pass.
+ *
+ * A cap over TTL_CAP_MAX_WALK rows is too large to read at each pass: its
+ * cut is placed by the count, from the oldest row, with a walk of at most
+ * TTL_CAP_MAX_WALK entries (a table further over comes down by that much a
+ * pass), and an untrusted count makes it wait for the table to be measured
+ * (autoanalyze, or ANALYZE), which the worker says once.  Such a cap is as
+ * close as the count: it may take rows of the newest max_rows.
  *
  * The cut is the key of the first row that stays: the rows below it go.
  * Rows tied with it stay, so the table may hold a few more than max_rows
  * (with a date column, the rest of that day's rows), and rows that all
- * share one key (one INSERT with DEFAULT now()) are never capped.  A walk
- * reads at most TTL_CAP_MAX_WALK entries; a table further over its cap
- * comes down by that many rows a pass.
+ * share one key (one INSERT with DEFAULT now()) are never capped.  Rows
+ * with a NULL key are never counted in the cut nor deleted.
  *
  * Citus: each node caps the shards it holds at its share of the cap,
  * max_rows times its shards over the table's shards.
@@ -224,6 +224,7 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	Datum		key;
 	int64		offset;
 	bool		newest;
+	bool		trusted;
 
 	pass->cap_done = true;
 	pass->cap_active = false;
@@ -235,20 +236,33 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	cap = ttl_cap_share(policy, pass);
-	if (ttl_cap_live_rows(pass, &live))
+	trusted = ttl_cap_live_rows(pass, &live);
+	if (trusted && live <= cap)
 	{
-		/*
-		 * The first row that stays, counted from the oldest; a walk of at
-		 * most TTL_CAP_MAX_WALK entries, the next pass going on from there.
-		 */
+		/* under the cap as far as the count knows: nothing to read */
 		newest = false;
-		offset = Min(live - cap, (int64) TTL_CAP_MAX_WALK);
+		offset = -1;
 	}
 	else if (cap <= TTL_CAP_MAX_WALK)
 	{
-		/* the last row that stays, counted from the newest: exact */
+		/*
+		 * The last row that stays, counted from the newest: exact, so that
+		 * no count ahead of the table (one that lost deletes reported
+		 * before the inserts they followed) takes a row of the newest
+		 * max_rows.
+		 */
 		newest = true;
 		offset = cap - 1;
+	}
+	else if (trusted)
+	{
+		/*
+		 * A cap too large to read at each pass: the first row that stays,
+		 * counted from the oldest by the count; a walk of at most
+		 * TTL_CAP_MAX_WALK entries, the next pass going on from there.
+		 */
+		newest = false;
+		offset = Min(live - cap, (int64) TTL_CAP_MAX_WALK);
 	}
 	else
 	{

@@ -226,7 +226,6 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	bool		newest;
 	bool		trusted;
 
-	pass->cap_done = true;
 	pass->cap_active = false;
 	pass->cap_unmeasured = false;
 	if (policy->max_rows <= 0 || pass->targets == NIL)

@@ -68,23 +68,24 @@
 #define TTL_FILTER_PREFIX_LEN	7
 
 /*
- * ttl_filter_error_callback
- *		Point a parse error at the filter's own text, not at the statement
- *		that passed it (as SQL function bodies do).
+ * ttl_policy_text_callback
+ *		Point a parse error at a policy's own text (a filter, set_columns),
+ *		parsed behind a prefix of prefix_len characters, not at the statement
+ *		that passed it (as SQL function bodies do).  arg: a TtlPolicyText.
  */
-static void
-ttl_filter_error_callback(void *arg)
+void
+ttl_policy_text_callback(void *arg)
 {
-	const char *filter = (const char *) arg;
+	const TtlPolicyText *t = (const TtlPolicyText *) arg;
 	int			pos = geterrposition();
 
-	if (pos > TTL_FILTER_PREFIX_LEN)
+	if (pos > t->prefix_len)
 	{
 		errposition(0);
-		internalerrposition(pos - TTL_FILTER_PREFIX_LEN);
-		internalerrquery(filter);
+		internalerrposition(pos - t->prefix_len);
+		internalerrquery(t->text);
 	}
-	errcontext("TTL policy filter \"%s\"", filter);
+	errcontext("TTL policy %s \"%s\"", t->what, t->text);
 }
 
 /*
@@ -101,9 +102,10 @@ ttl_filter_raw(const char *filter)
 	SelectStmt *sel;
 	ResTarget  *rt;
 	ErrorContextCallback errcallback;
+	TtlPolicyText source = {"filter", filter, TTL_FILTER_PREFIX_LEN};
 
-	errcallback.callback = ttl_filter_error_callback;
-	errcallback.arg = (void *) filter;
+	errcallback.callback = ttl_policy_text_callback;
+	errcallback.arg = &source;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	stmts = raw_parser(psprintf("SELECT %s", filter), RAW_PARSE_DEFAULT);

@@ -83,26 +83,7 @@
 
 /* "UPDATE ttl_set SET ", which ttl_set_raw puts before the list */
 #define TTL_SET_PREFIX		"UPDATE ttl_set SET "
-#define TTL_SET_PREFIX_LEN	(sizeof(TTL_SET_PREFIX) - 1)
-
-/*
- * ttl_set_error_callback
- *		Point a parse error at set_columns' own text.
- */
-static void
-ttl_set_error_callback(void *arg)
-{
-	const char *text = (const char *) arg;
-	int			pos = geterrposition();
-
-	if (pos > (int) TTL_SET_PREFIX_LEN)
-	{
-		errposition(0);
-		internalerrposition(pos - TTL_SET_PREFIX_LEN);
-		internalerrquery(text);
-	}
-	errcontext("TTL policy set_columns \"%s\"", text);
-}
+#define TTL_SET_PREFIX_LEN	((int) sizeof(TTL_SET_PREFIX) - 1)
 
 static void
 ttl_set_bad_list(const char *text)
@@ -128,6 +109,7 @@ ttl_set_raw(const char *text)
 	UpdateStmt *upd;
 	ListCell   *lc;
 	ErrorContextCallback errcallback;
+	TtlPolicyText source = {"set_columns", text, TTL_SET_PREFIX_LEN};
 
 	if (text[0] == '\0')
 		ereport(ERROR,
@@ -135,8 +117,8 @@ ttl_set_raw(const char *text)
 				 errmsg("set_columns must not be empty"),
 				 errhint("Name the columns to reset and their values, as in email = NULL, name = 'erased'.")));
 
-	errcallback.callback = ttl_set_error_callback;
-	errcallback.arg = (void *) text;
+	errcallback.callback = ttl_policy_text_callback;
+	errcallback.arg = &source;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	stmts = raw_parser(psprintf("%s%s", TTL_SET_PREFIX, text), RAW_PARSE_DEFAULT);
@@ -420,6 +402,7 @@ ttl_set_parse(Relation rel, const char *text, bool stored, AttrNumber key_attnum
 	ListCell   *lc;
 	int			nestlevel;
 	ErrorContextCallback errcallback;
+	TtlPolicyText source = {"set_columns", text, TTL_SET_PREFIX_LEN};
 
 	nestlevel = stored ? ttl_parse_env_enter() : NewGUCNestLevel();
 	targets = ttl_set_raw(text);
@@ -430,8 +413,8 @@ ttl_set_parse(Relation rel, const char *text, bool stored, AttrNumber key_attnum
 										   NULL, false, false);
 	addNSItemToQuery(pstate, nsitem, false, true, true);
 
-	errcallback.callback = ttl_set_error_callback;
-	errcallback.arg = (void *) text;
+	errcallback.callback = ttl_policy_text_callback;
+	errcallback.arg = &source;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	foreach(lc, targets)
@@ -523,6 +506,7 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 	List	   *names = NIL;
 	List	   *null_names = NIL;
 	ListCell   *lc;
+	char	   *distcol;
 	char	   *text = ttl_set_deparse(rel, cols);
 
 	/* the stored text, read as every later reader will, must say the same */
@@ -531,10 +515,10 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 		elog(ERROR, "set_columns read back differently: %s", text);
 	policy->set_columns = text;
 
+	distcol = ttl_citus_distribution_column(RelationGetRelid(rel));
 	foreach(lc, cols)
 	{
 		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
-		char	   *distcol = ttl_citus_distribution_column(RelationGetRelid(rel));
 
 		/* Citus moves no row between shards on an UPDATE */
 		if (distcol != NULL && strcmp(distcol, col->name) == 0)

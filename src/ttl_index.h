@@ -310,6 +310,15 @@ extern double ttl_window_share(TtlPolicy *policy);
  * Filters (filter.c)
  * ----------
  */
+/* a policy's text parsed behind a prefix, for ttl_policy_text_callback */
+typedef struct TtlPolicyText
+{
+	const char *what;			/* "filter", "set_columns" */
+	const char *text;
+	int			prefix_len;
+} TtlPolicyText;
+
+extern void ttl_policy_text_callback(void *arg);
 extern Node *ttl_filter_parse(Relation rel, const char *filter, bool stored);
 extern char *ttl_filter_deparse(Relation rel, Node *expr);
 extern List *ttl_filter_functions(Node *expr);
@@ -559,7 +568,6 @@ typedef struct TtlPass
 	ItemPointerData failing_tid;
 	TransactionId failing_xmin;
 	/* the cap (cap.c), computed at the pass's first batch */
-	bool		cap_done;
 	bool		cap_active;		/* rows below cap_bound go, expired or not */
 	Datum		cap_bound;		/* in the key's type, in cxt */
 	bool		cap_unmeasured; /* a count not trusted, a cap too large to

@@ -5,7 +5,7 @@
 # machine supports: postgresql-15-ttl-index on Debian 12,
 # postgresql-17-ttl-index on Debian 13) and install it.  Run as root;
 # test/run_tests.sh then runs the suites on PostgreSQL 15 (and 17, in the
-# Debian 13 root of test/pg17_root.sh) against what the package installed.
+# Debian 13 root of test/debian_root.sh 17) against what the package installed.
 # The .deb is left in test/log/.
 set -euo pipefail
 dir=$(cd "${1:-$(dirname "$0")/..}" && pwd)

@@ -13,7 +13,7 @@
 #       also proves the package
 #   16  PostgreSQL 16.2, built from ../shared/sources with assertions on
 #   17  Debian 13's package (postgresql-17, assertions off), in a Debian 13
-#       (trixie) root made with debootstrap (test/pg17_root.sh): this script
+#       (trixie) root made with debootstrap (test/debian_root.sh 17): this script
 #       runs again inside it (chroot, --in-root), where it builds the package
 #       postgresql-17-ttl-index with dpkg-buildpackage, installs it, and runs
 #       the same suites as that root's "postgres" user.  The benchmark's
@@ -26,7 +26,7 @@
 # Debian 13 root (no 15 there).
 #
 # The source builds and the Debian 13 root are made once per machine and
-# cached under /var/cache/ttl_index (test/pg_build.sh, test/pg17_root.sh).
+# cached under /var/cache/ttl_index (test/pg_build.sh, test/debian_root.sh).
 # Every server log of a version's run is read afterwards: a "TRAP:" (failed
 # assertion), a "PANIC" or a process "terminated by signal" other than the
 # tests' own kill -9 counts as a failure, whatever the tests said.
@@ -146,7 +146,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	for v in $versions; do
 		mkdir -p "$work/v$v"
 		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
-			if ! root=$(bash "$here/test/pg17_root.sh"); then
+			if ! root=$(bash "$here/test/debian_root.sh" 17); then
 				echo "not ok - PostgreSQL 17: could not make the Debian 13 root"
 				failed=$((failed + 1))
 				root=""
@@ -203,7 +203,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			# suites as that root's postgres user
 			local rwork
 			rwork=$(cat "$work/v$v/rwork")
-			bash "$here/test/pg17_root.sh" run env TTL_PORT_DIR=$portdir_inside \
+			bash "$here/test/debian_root.sh" 17 run env TTL_PORT_DIR=$portdir_inside \
 				bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
 				--in-root --pg 17 --suites "$suites" ${taps:+--tap "$taps"} \
 				> "$work/v$v/out" 2>&1 || true

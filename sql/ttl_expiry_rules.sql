@@ -194,16 +194,16 @@ SELECT ttl_create_index('rules.t', 'd', ttl_column => 'ttl');
 SELECT ttl_create_index('rules.t', 'ts', ttl_column => 'ts');
 SELECT ttl_create_index('rules.t', 'n', ttl_column => 'ttl', unit => 's');
 -- filters
-SELECT ttl_create_index('rules.t', 'ts', filter => '');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'status =');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'status');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'nosuch = 1');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'id IN (SELECT 1)');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'random() < 0.5');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'count(*) > 0');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'true; DROP TABLE rules.t');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'true FROM pg_class');
-SELECT ttl_create_index('rules.t', 'ts', filter => 'true AS x');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => '');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'status =');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'status');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'nosuch = 1');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'id IN (SELECT 1)');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'random() < 0.5');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'count(*) > 0');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'true; DROP TABLE rules.t');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'true FROM pg_class');
+SELECT ttl_create_index('rules.t', 'ts', 0, filter => 'true AS x');
 -- units
 SELECT ttl_create_index('rules.t', 'n', 60);
 SELECT ttl_create_index('rules.t', 'ts', 60, unit => 's');

@@ -677,7 +677,7 @@ DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, 
 CREATE FUNCTION @extschema@.ttl_create_index(
 	table_name regclass,
 	column_name text,
-	expire_after interval DEFAULT '0',
+	expire_after interval DEFAULT NULL,
 	batch_size integer DEFAULT NULL,
 	soft_delete_column text DEFAULT NULL,
 	ttl_column text DEFAULT NULL,
@@ -738,11 +738,41 @@ AS 'MODULE_PATHNAME', 'ttl_create_index_text'
 LANGUAGE C;
 
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
-	'create or change the TTL policy of a table column; returns the policy id';
+	'create the TTL policy of a table column, or change the options the call names; returns the policy id';
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
+
+-- ttl_alter_index changes the options it names and keeps the others
+-- (alter.c); reset => '{filter, ...}' removes options.  The TTL is an
+-- interval here: '2 days' or interval '2 days'.  ttl_create_index on a
+-- column that has a policy keeps what it does not name as well: an
+-- argument left out keeps its value in both (expire_after's default is NULL).
+CREATE FUNCTION @extschema@.ttl_alter_index(
+	table_name regclass,
+	column_name text,
+	expire_after interval DEFAULT NULL,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL,
+	reset text[] DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_alter_index'
+LANGUAGE C;
+
+COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, text[]) IS
+	'change the options of a TTL policy that the call names, keep the others; reset => removes options; returns the policy id';
 
 -- What the worker's last pass found of each policy's backlog (views.c):
 -- stalled says why expired rows stay once the oldest has waited
@@ -974,3 +1004,17 @@ CREATE VIEW @extschema@.ttl_index_citus_stats AS
 	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
 
 GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;
+
+-- ttl_expires_at(now(), '1 hour'): an untyped literal resolves to these
+-- (text is the preferred type of an unknown literal), read as an interval,
+-- as ttl_create_index's text form reads its TTL.  STABLE: reading an
+-- interval depends on IntervalStyle.
+CREATE FUNCTION @extschema@.ttl_expires_at(base timestamptz, ttl text)
+RETURNS timestamptz
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+RETURN @extschema@.ttl_expires_at(base, CAST(ttl AS pg_catalog.interval));
+
+CREATE FUNCTION @extschema@.ttl_expires_at(base timestamp, ttl text)
+RETURNS timestamp
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+RETURN @extschema@.ttl_expires_at(base, CAST(ttl AS pg_catalog.interval));

@@ -36,6 +36,8 @@
 #include "access/sysattr.h"
 #include "nodes/bitmapset.h"
 #include "optimizer/optimizer.h"
+#include "nodes/nodeFuncs.h"
+#include "rewrite/rewriteHandler.h"
 #include "commands/comment.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -46,8 +48,10 @@
 #include "miscadmin.h"
 #include "pgtime.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/formatting.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -65,6 +69,7 @@
 PG_FUNCTION_INFO_V1(ttl_create_index);
 PG_FUNCTION_INFO_V1(ttl_create_index_seconds);
 PG_FUNCTION_INFO_V1(ttl_create_index_text);
+PG_FUNCTION_INFO_V1(ttl_alter_index);
 PG_FUNCTION_INFO_V1(ttl_drop_index);
 PG_FUNCTION_INFO_V1(ttl_index_policy_changed);
 PG_FUNCTION_INFO_V1(ttl_index_installed);
@@ -316,6 +321,7 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_PURGE_WINDOW	13
 #define TTL_ARG_MAX_ROWS		14
 #define TTL_ARG_SET_COLUMNS		15
+#define TTL_ARG_RESET			16	/* ttl_alter_index() only */
 
 /*
  * ttl_api_options
@@ -434,6 +440,43 @@ ttl_api_archive_owned(Oid relowner, Oid archive)
 }
 
 /*
+ * ttl_api_archive_columns
+ *		An archived row keeps every column of its table: the archive table
+ *		needs a column of each name.  Names those it lacks, rather than
+ *		leaving it to the parser of the batch's statement.
+ */
+static void
+ttl_api_archive_columns(Relation rel, Oid archive)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData missing;
+	int			n = 0;
+	char	   *archname = get_rel_name(archive);
+
+	if (archname == NULL)
+		return;
+	initStringInfo(&missing);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || get_attnum(archive, NameStr(att->attname)) != InvalidAttrNumber)
+			continue;
+		appendStringInfo(&missing, "%s%s", n++ > 0 ? ", " : "",
+						 quote_identifier(NameStr(att->attname)));
+	}
+	if (n > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg_plural("archive table \"%s\" has no column %s",
+							   "archive table \"%s\" has no columns %s",
+							   n, archname, missing.data),
+				 errdetail("An archived row keeps every column of table \"%s\": the archive table needs a column of each name.",
+						   RelationGetRelationName(rel)),
+				 errhint("Add the missing columns to \"%s\" with ALTER TABLE ... ADD COLUMN.", archname)));
+}
+
+/*
  * ttl_api_check_archive
  *		The archive table must be a table other than the policy's, that the
  *		table's owner (the caller) owns and may insert into.
@@ -469,6 +512,7 @@ ttl_api_check_archive(Relation rel, Oid archive)
 	aclresult = pg_class_aclcheck(archive, GetUserId(), ACL_INSERT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(archive));
+	ttl_api_archive_columns(rel, archive);
 }
 
 /*
@@ -535,6 +579,205 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 }
 
 /*
+ * ttl_api_zone_offset
+ *		A zone's offset from UTC now, as ISO 8601 writes it: "UTC+05:30".
+ */
+static const char *
+ttl_api_zone_offset(pg_tz *tz)
+{
+	pg_time_t	now = (pg_time_t) time(NULL);
+	struct pg_tm *tm = tz ? pg_localtime(&now, tz) : NULL;
+	long		off = tm ? tm->tm_gmtoff : 0;
+	long		abs_off = off < 0 ? -off : off;
+
+	if (abs_off % SECS_PER_MINUTE != 0)
+		return psprintf("UTC%c%02ld:%02ld:%02ld", off < 0 ? '-' : '+',
+						abs_off / SECS_PER_HOUR, abs_off / SECS_PER_MINUTE % 60,
+						abs_off % SECS_PER_MINUTE);
+	return psprintf("UTC%c%02ld:%02ld", off < 0 ? '-' : '+',
+					abs_off / SECS_PER_HOUR, abs_off / SECS_PER_MINUTE % 60);
+}
+
+/*
+ * ttl_api_posix_offset
+ *		Whether a zone is written as a POSIX offset from UTC or GMT ("UTC-5",
+ *		"GMT+3"): POSIX counts those hours west of Greenwich, so "UTC-5" is
+ *		five hours east, the opposite of what a reader of ISO 8601 means.
+ */
+static bool
+ttl_api_posix_offset(const char *p)
+{
+	static const char *const names[] = {"UTC", "GMT", "UT", "Z"};
+
+	for (int i = 0; i < lengthof(names); i++)
+	{
+		size_t		n = strlen(names[i]);
+		const char *q = p + n;
+
+		if (pg_strncasecmp(p, names[i], n) != 0)
+			continue;
+		while (*q == ' ')
+			q++;
+		if ((*q == '+' || *q == '-') && isdigit((unsigned char) q[1]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * ttl_api_iso_offset
+ *		Read an offset written as ISO 8601 does, east of Greenwich positive:
+ *		"+05:30", "-05", "+0530".  Returns false when the text is not one.
+ */
+static bool
+ttl_api_iso_offset(const char *p, long *secs)
+{
+	int			sign = *p == '-' ? -1 : 1;
+	int			hh = 0;
+	int			mm = 0;
+	int			digits = 0;
+
+	if (*p != '+' && *p != '-')
+		return false;
+	for (p++; isdigit((unsigned char) *p) && digits < 2; p++, digits++)
+		hh = hh * 10 + (*p - '0');
+	if (digits == 0)
+		return false;
+	if (*p == ':')
+		p++;
+	if (isdigit((unsigned char) p[0]) && isdigit((unsigned char) p[1]))
+	{
+		mm = (p[0] - '0') * 10 + (p[1] - '0');
+		p += 2;
+	}
+	while (*p == ' ')
+		p++;
+	if (*p != '\0' || mm >= 60)
+		return false;
+	*secs = sign * ((long) hh * SECS_PER_HOUR + (long) mm * SECS_PER_MINUTE);
+	return true;
+}
+
+/*
+ * ttl_api_zone_given
+ *		Check a time_zone a call gives and return the name to record: a
+ *		zone of the time zone database (as PostgreSQL names it), a POSIX
+ *		zone with a name of its own, or an ISO 8601 offset (recorded so
+ *		that PostgreSQL reads it back the same way).  Refused: an interval,
+ *		a POSIX offset from UTC or GMT, whose sign reads backwards, and
+ *		anything more than 15 hours from UTC.
+ */
+static const char *
+ttl_api_zone_given(const char *given)
+{
+	const char *p = given;
+	long		secs;
+	pg_tz	   *tz;
+	pg_time_t	now = (pg_time_t) time(NULL);
+	struct pg_tm *tm;
+
+	while (*p == ' ')
+		p++;
+	if (pg_strncasecmp(p, "interval", 8) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" not recognized", given),
+				 errdetail("time_zone takes a zone name or an offset, not an interval."),
+				 errhint("Use a name of pg_timezone_names, such as 'America/New_York', or an offset such as '-05:00'.")));
+	if (ttl_api_posix_offset(p))
+	{
+		tz = pg_tzset(p);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" is a POSIX offset, which counts hours west of Greenwich", given),
+				 tz ? errdetail("\"%s\" is %s, not what ISO 8601 would read.", given,
+								ttl_api_zone_offset(tz)) : 0,
+				 errhint("Use a name of pg_timezone_names, such as 'America/New_York', or an ISO 8601 offset, such as '-05:00' for five hours west of Greenwich.")));
+	}
+	if (ttl_api_iso_offset(p, &secs))
+	{
+		if (secs > 15 * SECS_PER_HOUR || secs < -15 * SECS_PER_HOUR)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone offset \"%s\" is out of range", given),
+					 errdetail("Offsets from UTC go from -15:00 to +15:00.")));
+		/* pg_tzset_offset counts seconds west, as POSIX does */
+		tz = pg_tzset_offset(-secs);
+	}
+	else if (!ttl_zone_valid(p))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" not recognized", given),
+				 errhint("Use a name of pg_timezone_names, such as 'UTC' or 'Europe/Berlin'.")));
+	else
+		tz = pg_tzset(p);
+	tm = pg_localtime(&now, tz);
+	if (tm == NULL || tm->tm_gmtoff > 15 * SECS_PER_HOUR || tm->tm_gmtoff < -15 * SECS_PER_HOUR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" is out of range", given),
+				 errdetail("Offsets from UTC go from -15:00 to +15:00.")));
+	return pg_get_timezone_name(tz);
+}
+
+/*
+ * ttl_api_creation_default
+ *		Whether an expression (a column's default) calls now() or another of
+ *		the clock's functions: the column records when the row was made.
+ */
+static bool
+ttl_api_creation_default(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		Oid			f = ((FuncExpr *) node)->funcid;
+
+		if (f == F_NOW || f == F_STATEMENT_TIMESTAMP || f == F_CLOCK_TIMESTAMP ||
+			f == F_TRANSACTION_TIMESTAMP)
+			return true;
+	}
+	if (IsA(node, SQLValueFunction))
+		return true;
+	return expression_tree_walker(node, ttl_api_creation_default, context);
+}
+
+/*
+ * ttl_api_zero_notice
+ *		A TTL of 0 says the column holds each row's expiry time.  On a
+ *		column that records when a row was made (its default reads the
+ *		clock, or its name says so), every row older than now then goes at
+ *		once: say so, once, when the call sets that TTL.
+ */
+static void
+ttl_api_zero_notice(Relation rel, TtlPolicy *policy)
+{
+	Node	   *def;
+	bool		by_default;
+	char	   *lower;
+
+	if (policy->no_expiry || policy->expire_after != 0 || policy->ttl_column != NULL ||
+		ttl_alter_was_kept(2))
+		return;
+	def = build_column_default(rel, policy->attnum);
+	by_default = def != NULL && ttl_api_creation_default(def, NULL);
+	lower = asc_tolower(policy->column_name, strlen(policy->column_name));
+	if (!by_default && strstr(lower, "creat") == NULL && strstr(lower, "insert") == NULL &&
+		strstr(lower, "added") == NULL)
+		return;
+	ereport(NOTICE,
+			(errmsg("with expire_after 0, every row whose \"%s\" is in the past expires at once",
+					policy->column_name),
+			 errdetail("A TTL of 0 reads column \"%s\" of table \"%s\" as each row's expiry time, but %s.",
+					   policy->column_name, RelationGetRelationName(rel),
+					   by_default ? "its default records when the row was made" :
+					   "its name says it records when the row was made"),
+			 errhint("Give expire_after, how long a row lives after \"%s\", for example interval '1 day'.",
+					 policy->column_name)));
+}
+
+/*
  * ttl_api_time_zone
  *		The zone a policy on a timestamp or date key reads it in (expiry.c):
  *		time_zone if given, else the TimeZone of the session that makes
@@ -568,26 +811,23 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 	}
 	if (!ttl_catalog_has_zone())
 		return;
-	if (policy->time_zone != NULL)
-	{
-		if (!ttl_zone_valid(policy->time_zone))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("time zone \"%s\" not recognized", policy->time_zone),
-					 errhint("Use a name of pg_timezone_names, such as 'UTC' or 'Europe/Berlin'.")));
-		zone = pg_get_timezone_name(pg_tzset(policy->time_zone));
-	}
+	if (policy->time_zone != NULL && ttl_alter_was_kept(TTL_ARG_TIME_ZONE))
+		zone = policy->time_zone;	/* the policy's, checked when it was given */
+	else if (policy->time_zone != NULL)
+		zone = ttl_api_zone_given(policy->time_zone);
 	else
 		zone = pg_get_timezone_name(session_timezone);
 	policy->time_zone = pstrdup(zone);
 
 	server = ttl_server_zone_name();
-	if (pg_strcasecmp(zone, server) != 0)
+	if (pg_strcasecmp(zone, server) != 0 && !ttl_alter_was_kept(TTL_ARG_TIME_ZONE))
 		ereport(NOTICE,
-				(errmsg("column \"%s\" of table \"%s\" is read as wall-clock time in time zone \"%s\", not the server's \"%s\"",
-						policy->column_name, RelationGetRelationName(rel), zone, server),
+				(errmsg("column \"%s\" of table \"%s\" is read as wall-clock time in time zone \"%s\" (%s now)",
+						policy->column_name, RelationGetRelationName(rel), zone,
+						ttl_api_zone_offset(pg_tzset(zone))),
 				 !given ?
-				 errdetail("It is the time zone of this session, which the policy keeps.") : 0,
+				 errdetail("It is the time zone of this session, not the server's \"%s\"; the policy keeps it.", server) :
+				 errdetail("It is not the server's time zone, \"%s\".", server),
 				 errhint("Pass time_zone => '...' for the zone the table's writers use.")));
 }
 
@@ -864,6 +1104,7 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	rel = ttl_api_open_table(policy.relid, ShareLock);
 	ttl_citus_check_create(&policy);
 	ttl_api_policy_columns(rel, &policy);
+	ttl_api_zero_notice(rel, &policy);
 	has_children = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass;
 	table_close(rel, NoLock);
 	ttl_api_indexes(&policy, has_children);
@@ -895,6 +1136,32 @@ ttl_api_check_interval(Interval *span)
 }
 
 /*
+ * ttl_api_unnamed_ttl
+ *		The TTL of a call that gives none (expire_after NULL or left out):
+ *		on a column that has a policy, the policy's own (kept: NULL for a
+ *		cap alone); else NULL beside max_rows, a cap alone; else 0 beside
+ *		ttl_column (the row's own TTL is the whole TTL); else an error: a
+ *		TTL left out must not mean 0, which deletes every row whose time
+ *		is past.
+ */
+static Interval *
+ttl_api_unnamed_ttl(FunctionCallInfo fcinfo, bool exists, Interval *kept)
+{
+	if (exists)
+		return kept;
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_ROWS))
+		return NULL;
+	if (ttl_api_arg_null(fcinfo, TTL_ARG_TTL_COLUMN))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("expire_after must not be null"),
+				 errdetail("A new policy needs a TTL, unless it has max_rows (a cap alone) or ttl_column (a TTL per row)."),
+				 errhint("Give expire_after, how long a row lives after \"%s\"; 0 if the column holds each row's expiry time.",
+						 text_to_cstring(PG_GETARG_TEXT_PP(1)))));
+	return palloc0(sizeof(Interval));
+}
+
+/*
  * ttl_create_index(table regclass, column text, expire_after interval,
  *					batch_size integer DEFAULT NULL, ...) returns integer
  *		Create the policy, or change it in place; returns its id.
@@ -903,11 +1170,13 @@ Datum
 ttl_create_index(PG_FUNCTION_ARGS)
 {
 	Interval   *span;
+	bool		exists;
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
+	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &span);
 	if (PG_ARGISNULL(2))
-		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
+		PG_RETURN_INT32(ttl_api_create(fcinfo, ttl_api_unnamed_ttl(fcinfo, exists, span)));
 
 	span = PG_GETARG_INTERVAL_P(2);
 	ttl_api_check_interval(span);
@@ -924,11 +1193,13 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 {
 	int64		secs;
 	Interval   *span;
+	bool		exists;
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
+	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &span);
 	if (PG_ARGISNULL(2))
-		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
+		PG_RETURN_INT32(ttl_api_create(fcinfo, ttl_api_unnamed_ttl(fcinfo, exists, span)));
 
 	secs = PG_GETARG_INT64(2);
 	if (secs < 0)
@@ -956,11 +1227,13 @@ ttl_create_index_text(PG_FUNCTION_ARGS)
 {
 	char	   *str;
 	Interval   *span;
+	bool		exists;
 
 	ttl_api_require(fcinfo, 0, "table_name");
 	ttl_api_require(fcinfo, 1, "column_name");
+	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &span);
 	if (PG_ARGISNULL(2))
-		PG_RETURN_INT32(ttl_api_create(fcinfo, NULL));
+		PG_RETURN_INT32(ttl_api_create(fcinfo, ttl_api_unnamed_ttl(fcinfo, exists, span)));
 
 	str = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	span = DatumGetIntervalP(DirectFunctionCall3(interval_in,
@@ -968,6 +1241,40 @@ ttl_create_index_text(PG_FUNCTION_ARGS)
 												 ObjectIdGetDatum(InvalidOid),
 												 Int32GetDatum(-1)));
 	ttl_api_check_interval(span);
+	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
+}
+
+/*
+ * ttl_alter_index(table regclass, column text, expire_after interval DEFAULT
+ *				   NULL, batch_size integer DEFAULT NULL, ..., reset text[]
+ *				   DEFAULT NULL) returns integer
+ *		Change the options of an existing policy that the call names, and
+ *		remove those reset names; every other option keeps its value
+ *		(alter.c).  The policy must exist.  Returns its id.
+ */
+Datum
+ttl_alter_index(PG_FUNCTION_ARGS)
+{
+	Interval   *span;
+	bool		exists;
+	ArrayType  *reset = ttl_api_arg_null(fcinfo, TTL_ARG_RESET) ? NULL :
+		PG_GETARG_ARRAYTYPE_P(TTL_ARG_RESET);
+
+	ttl_api_require(fcinfo, 0, "table_name");
+	ttl_api_require(fcinfo, 1, "column_name");
+	fcinfo = ttl_alter_keep(fcinfo, reset, &exists, &span);
+	if (!exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("column \"%s\" of table \"%s\" has no TTL policy",
+						text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						get_rel_name(PG_GETARG_OID(0)) ? get_rel_name(PG_GETARG_OID(0)) : "?"),
+				 errhint("Create one with ttl_create_index().")));
+	if (!PG_ARGISNULL(2))
+	{
+		span = PG_GETARG_INTERVAL_P(2);
+		ttl_api_check_interval(span);
+	}
 	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
 }
 
@@ -1178,7 +1485,7 @@ ttl_check_policy_context(void *arg)
 	TtlPolicy  *p = (TtlPolicy *) arg;
 	char	   *relname = ttl_qualified_relname(p->relid);
 
-	errcontext("TTL policy on column \"%s\" of table %s; change or drop it first with ttl_create_index() or ttl_drop_index()",
+	errcontext("TTL policy on column \"%s\" of table %s; change or drop it first with ttl_alter_index() or ttl_drop_index()",
 			   p->column_name, relname ? relname : "?");
 }
 
@@ -1209,6 +1516,43 @@ ttl_api_pause_policy(TtlPolicy *p, const char *why)
 }
 
 /*
+ * ttl_api_check_filter_columns
+ *		The filter, parsed as the table now is: a column it names that is
+ *		gone (dropped or renamed by the command being checked) is said as
+ *		such, rather than as the parser's "column does not exist" with a
+ *		guess at another column.
+ */
+static void
+ttl_api_check_filter_columns(TtlPolicy *p, Relation rel)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ErrorData  *edata = NULL;
+
+	if (p->filter == NULL)
+		return;
+	PG_TRY();
+	{
+		(void) ttl_filter_parse(rel, p->filter, true);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNDEFINED_COLUMN)
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (edata != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("the filter of the TTL policy on column \"%s\" of table \"%s\" uses a column this command drops or renames",
+						p->column_name, RelationGetRelationName(rel)),
+				 errdetail("The filter is %s: %s.", p->filter, edata->message),
+				 errhint("Change the filter first with ttl_alter_index(..., filter => '...'), or remove it with ttl_alter_index(..., reset => '{filter}').")));
+}
+
+/*
  * ttl_api_check_one
  *		The checks of ttl_index_check_policy on one policy, its table open.
  */
@@ -1231,6 +1575,9 @@ ttl_api_check_one(TtlPolicy *p, Relation rel)
 						get_rel_name(p->archive_relid), RelationGetRelationName(rel)),
 				 errdetail("A policy archives only into a table of its table's owner.")));
 	t = ttl_target_create(p->relid, false, CurrentMemoryContext);
+	ttl_api_check_filter_columns(p, rel);
+	if (p->action == TTL_ACTION_ARCHIVE)
+		ttl_api_archive_columns(rel, p->archive_relid);
 	if (ttl_target_resolve(p, t, rel) != TTL_RESOLVE_GONE)
 		ttl_statement_check(p, t, rel);
 	error_context_stack = errcallback.previous;

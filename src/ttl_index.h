@@ -9,6 +9,7 @@
  *	module		ttl_index.c  module load: settings, shared memory request,
  *				             hooks (it calls every floor: the top)
  *	SQL surface	api.c        policy management: ttl_create_index() & co.
+ *				alter.c      what a call that changes a policy keeps
  *				views.c      the functions behind the monitoring views
  *				runner.c     ttl_runner(): a pass inside the caller's transaction
  *				import.c     what the importers read: a copy, a time zone
@@ -78,6 +79,15 @@
 #define TTL_CATALOG_NAME		"ttl_index_policy"
 /* comment on the indexes ttl_create_index() creates (see api.c) */
 #define TTL_INDEX_COMMENT		"created by ttl_index; dropped by ttl_drop_index()"
+
+/* ----------
+ * What a call that changes a policy keeps (alter.c); needs fmgr.h, array.h
+ * ----------
+ */
+struct ArrayType;
+extern FunctionCallInfo ttl_alter_keep(FunctionCallInfo fcinfo, struct ArrayType *reset,
+									   bool *exists, Interval **expire_after);
+extern bool ttl_alter_was_kept(int argno);
 
 /* ----------
  * Settings (settings.c)

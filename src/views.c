@@ -460,6 +460,12 @@ ttl_index_stats_reset(PG_FUNCTION_ARGS)
 		if (!OidIsValid(relid) || p->relid == relid)
 			ids = lappend_int(ids, p->id);
 	}
+	/* as ttl_pause() says it: a table without a policy is a mistake */
+	if (OidIsValid(relid) && ids == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("table \"%s\" has no TTL policy",
+						get_rel_name(relid) ? get_rel_name(relid) : "?")));
 	ttl_stats_reset(MyDatabaseId, ids);
 	PG_RETURN_VOID();
 }

@@ -15,7 +15,7 @@ use warnings;
 my $src = shift // 'src';
 my @floors = (
 	[qw(ttl_index.c)],
-	[qw(api.c views.c runner.c import.c engine_test.c)],
+	[qw(api.c alter.c views.c runner.c import.c engine_test.c)],
 	[qw(launcher.c worker.c helper.c hooks.c)],
 	[qw(pass.c)],
 	[qw(drain.c)],

@@ -77,7 +77,7 @@ SELECT ttl_create_index('d1', 'day', interval '1 day');
 SELECT ttl_create_index('p1', 'ts', 3600);
 });
 is($ret, 0, 'the policies are made in a session of the database') or diag($err);
-like($err, qr/NOTICE:  column "ts" of table "ts1" is read as wall-clock time in time zone "UTC", not the server's "Asia\/Tokyo"/,
+like($err, qr/NOTICE:  column "ts" of table "ts1" is read as wall-clock time in time zone "UTC" \(UTC\+00:00 now\)\nDETAIL:  It is the time zone of this session, not the server's "Asia\/Tokyo"/,
 	'ttl_create_index says which zone it recorded, as it is not the server\'s');
 is(sql('app', q{SELECT string_agg(table_name || ' ' || time_zone, ', ' ORDER BY table_name::text) FROM ttl_index_stats}),
 	'd1 UTC, p1 UTC, ts1 UTC', 'ttl_index_stats shows the zone of each: the database\'s');

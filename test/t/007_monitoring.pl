@@ -203,10 +203,13 @@ COMMIT;});
 is($out, "1500|1500|1500
 t", 'ttl_index_stats on 1500 policies, holding no lock per policy') or diag($err);
 
-# the postgres_exporter queries run and return every metric they declare
+# the postgres_exporter queries run and return every metric they declare;
+# counters end in _total; a figure that is not known is absent (the row is
+# not returned), never NULL (NaN in Prometheus); stalled_reason labels
+# ttl_index_stalled alone
 open(my $fh, '<', "$FindBin::RealBin/../../monitoring/postgres_exporter.yml")
   or die "cannot read postgres_exporter.yml: $!";
-my (%query, %metrics, $section, $in_query);
+my (%query, %metrics, %usage, $section, $in_query, $metric);
 while (my $line = <$fh>)
 {
 	next if $line =~ /^\s*#/;
@@ -214,17 +217,37 @@ while (my $line = <$fh>)
 	if ($line =~ /^  query: \|/) { $in_query = 1; next; }
 	if ($line =~ /^  metrics:/) { $in_query = 0; next; }
 	if ($in_query) { $query{$section} .= $line; next; }
-	push @{ $metrics{$section} }, $1 if $line =~ /^    - (\w+):/;
+	if ($line =~ /^    - (\w+):/) { $metric = $1; push @{ $metrics{$section} }, $metric; next; }
+	$usage{"${section}_$metric"} = $1 if $line =~ /^        usage: "(\w+)"/;
 }
 close $fh;
-is_deeply([ sort keys %query ], [ 'ttl_index', 'ttl_index_workers' ], 'exporter file has its two queries');
+is_deeply([ sort keys %query ],
+	[ sort qw(ttl ttl_index ttl_index_expired ttl_index_in ttl_index_last_run_age ttl_index_lag
+		ttl_index_max ttl_index_next_expiry ttl_index_next_window ttl_index_workers) ],
+	'exporter file has its queries');
+my @counters = grep { $usage{$_} eq 'COUNTER' } sort keys %usage;
+is_deeply([ grep { !/_total$/ } @counters ], [], 'every counter of the exporter ends in _total');
+is_deeply([ map { s/_stalled_reason$//r } grep { /stalled_reason$/ } sort keys %usage ], [ 'ttl' ],
+	'stalled_reason is a label of ttl_index_stalled alone');
+ok(exists $usage{ttl_index_stalled} && $usage{ttl_index_stalled} eq 'GAUGE', 'the gauge is named ttl_index_stalled');
 foreach my $s (sort keys %query)
 {
-	my ($r, $o, $e) = $node->psql('postgres', "\\pset tuples_only off\n\\pset footer off\n$query{$s}",
+	my ($r, $o, $e) = $node->psql('postgres', "\\pset tuples_only off\n\\pset footer off\n\\pset null NULL\n$query{$s}",
 		extra_params => [ '-X' ]);
 	is($r, 0, "exporter query $s runs") or diag($e);
-	my ($header) = split /\n/, $o;
+	my ($header, @rows) = split /\n/, $o;
 	is_deeply([ split /\|/, $header ], $metrics{$s}, "exporter query $s returns the declared metrics");
+	my @cols = split /\|/, $header;
+	my $nulls = 0;
+	foreach my $row (@rows)
+	{
+		my @v = split /\|/, $row, -1;
+		for my $i (0 .. $#cols)
+		{
+			$nulls++ if $usage{"${s}_$cols[$i]"} ne 'LABEL' && defined $v[$i] && $v[$i] eq 'NULL';
+		}
+	}
+	is($nulls, 0, "exporter query $s returns no NULL value (" . scalar(@rows) . " rows)");
 }
 
 $node->stop;

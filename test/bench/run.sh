@@ -753,7 +753,7 @@ SQL
 	s4_setting ttl_index.rate_limit default
 	sql "SELECT ttl_create_index('s4_app', 'expires_at', 0, rate_limit => 20000)" >/dev/null
 	s4_load; s4_run prate
-	sql "SELECT ttl_create_index('s4_app', 'expires_at', 0)" >/dev/null
+	sql "SELECT ttl_alter_index('s4_app', 'expires_at', reset => '{rate_limit}')" >/dev/null
 	s4_setting ttl_index.busy_share default
 	worker on
 	runs="$runs nice0 full rate prate"

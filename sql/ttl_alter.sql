@@ -164,6 +164,13 @@ SET ROLE ttl_alter_owner;
 SELECT ttl_expires_at('2020-01-01 00:00+00'::timestamptz, '1 hour') AS tstz,
 	   ttl_expires_at('2020-01-01 00:00'::timestamp, '90') AS ts;
 
+-- 8. ttl_summary() says whether each policy is healthy, after
+-- pg_ttl_index's columns: a paused policy is not
+SELECT ttl_pause('alt.s', 'seen');
+SELECT table_name, column_name, active, healthy, stalled, errors, last_error
+  FROM ttl_summary() WHERE schema_name = 'alt' ORDER BY 1, 2;
+SELECT count(*) FILTER (WHERE NOT healthy) AS unhealthy FROM ttl_summary() WHERE schema_name = 'alt';
+
 RESET ROLE;
 SET client_min_messages = warning;
 DROP SCHEMA alt CASCADE;

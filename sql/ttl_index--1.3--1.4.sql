@@ -1018,3 +1018,79 @@ CREATE FUNCTION @extschema@.ttl_expires_at(base timestamp, ttl text)
 RETURNS timestamp
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 RETURN @extschema@.ttl_expires_at(base, CAST(ttl AS pg_catalog.interval));
+
+-- ttl_summary() says whether each policy is healthy: pg_ttl_index users are
+-- told to keep monitoring with it (docs/migrating.md), and its columns alone
+-- look the same for a policy that purges and one that is stuck.  The new
+-- columns come after pg_ttl_index's, so queries written for it still work:
+-- healthy is false while the policy is paused, stalled (ttl_index_stats.
+-- stalled says why) or falling behind; errors, last_error and lag are
+-- ttl_index_stats' own (lag NULL for those who may not see it).
+DROP FUNCTION @extschema@.ttl_summary();
+CREATE FUNCTION @extschema@.ttl_summary(
+	OUT schema_name text,
+	OUT table_name text,
+	OUT column_name text,
+	OUT expire_after_seconds bigint,
+	OUT batch_size integer,
+	OUT active boolean,
+	OUT last_run timestamptz,
+	OUT time_since_last_run interval,
+	OUT rows_deleted_last_run bigint,
+	OUT total_rows_deleted bigint,
+	OUT index_name text,
+	OUT soft_delete_column text,
+	OUT cleanup_mode text,
+	OUT healthy boolean,
+	OUT stalled text,
+	OUT errors bigint,
+	OUT last_error text,
+	OUT lag interval)
+RETURNS SETOF record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT n.nspname::text,
+		   c.relname::text,
+		   s.column_name::text,
+		   extract(epoch FROM s.expire_after)::bigint,
+		   s.batch_size,
+		   NOT s.paused,
+		   s.last_run,
+		   now() - s.last_run,
+		   s.rows_last_pass,
+		   s.rows_deleted + s.rows_soft_deleted,
+		   (SELECT ic.relname::text
+			  FROM pg_index i
+			  JOIN pg_class ic ON ic.oid = i.indexrelid
+			  JOIN pg_am am ON am.oid = ic.relam
+			  JOIN @extschema@.ttl_index_policy p ON p.id = s.policy_id
+			 WHERE i.indrelid = s.table_name
+			   AND i.indkey[0] = p.attnum
+			   AND i.indisvalid
+			   AND am.amname = 'btree'
+			 ORDER BY obj_description(i.indexrelid, 'pg_class')
+					  IS DISTINCT FROM 'created by ttl_index; dropped by ttl_drop_index()',
+					  i.indpred IS NOT NULL,
+					  ic.relname
+			 LIMIT 1),
+		   s.soft_delete_column::text,
+		   CASE s.action
+			   WHEN 'soft_delete' THEN 'soft_delete'
+			   WHEN 'archive' THEN 'archive'
+			   WHEN 'anonymize' THEN 'anonymize'
+			   ELSE 'hard_delete'
+		   END,
+		   NOT s.paused AND s.stalled IS NULL AND NOT s.falling_behind,
+		   s.stalled,
+		   s.errors,
+		   s.last_error,
+		   s.lag
+	  FROM @extschema@.ttl_index_stats s
+	  JOIN pg_class c ON c.oid = s.table_name
+	  JOIN pg_namespace n ON n.oid = c.relnamespace
+	 ORDER BY 1, 2, 3
+$$;
+
+COMMENT ON FUNCTION @extschema@.ttl_summary() IS
+	'pg_ttl_index''s summary columns, from ttl_index_stats, then whether each policy is healthy and why not';

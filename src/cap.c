@@ -315,6 +315,7 @@ ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone
 	cutoff->bound = pass->cap_bound;
 	cutoff->safe_bound = pass->cap_bound;
 	cutoff->recheck = false;
+	cutoff->none = false;
 	if (keytype == TIMESTAMPTZOID)
 		cutoff->limit = DatumGetTimestampTz(pass->cap_bound);
 	else if (keytype == TIMESTAMPOID && policy->unit_ns == 0)

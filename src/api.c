@@ -531,7 +531,7 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 	policy->ttl_column = ttl_api_text_arg(fcinfo, TTL_ARG_TTL_COLUMN);
 	policy->filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
 	policy->no_expiry = expire_after == NULL;
-	policy->expire_after = expire_after ? ttl_interval_usecs(expire_after) : PG_INT64_MAX;
+	policy->expire_after = expire_after ? ttl_interval_usecs(expire_after) : 0;
 	if (policy->no_expiry && policy->max_rows == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -80,9 +80,8 @@ ttl_backlog_tuples(Oid relid)
  *		interpolating linearly inside the bucket that straddles it.
  */
 static double
-ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
-							   int64 unit_ns, pg_tz *zone, int64 expire_after,
-							   TimestampTz now)
+ttl_backlog_histogram_fraction(TtlPolicy *policy, Oid typid, Datum *bounds,
+							   int nbounds, pg_tz *zone, TimestampTz now)
 {
 	int			lo = 0;
 	int			hi = nbounds;
@@ -98,7 +97,7 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	{
 		int			mid = (lo + hi) / 2;
 
-		if (ttl_key_expiry(typid, unit_ns, zone, bounds[mid], expire_after) < now)
+		if (ttl_key_expiry(policy, typid, zone, bounds[mid]) < now)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -108,8 +107,8 @@ ttl_backlog_histogram_fraction(Oid typid, Datum *bounds, int nbounds,
 	if (lo == nbounds)
 		return 1;
 
-	below = ttl_key_expiry(typid, unit_ns, zone, bounds[lo - 1], expire_after);
-	above = ttl_key_expiry(typid, unit_ns, zone, bounds[lo], expire_after);
+	below = ttl_key_expiry(policy, typid, zone, bounds[lo - 1]);
+	above = ttl_key_expiry(policy, typid, zone, bounds[lo]);
 	if (!TIMESTAMP_NOT_FINITE(below) && !TIMESTAMP_NOT_FINITE(above) &&
 		above > below)
 		within = (double) (now - below) / (double) (above - below);
@@ -167,8 +166,7 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 		for (int i = 0; i < sslot.nvalues && i < sslot.nnumbers; i++)
 		{
 			mcv_total += sslot.numbers[i];
-			if (ttl_key_expiry(typid, policy->unit_ns, zone, sslot.values[i],
-							   policy->expire_after) < now)
+			if (ttl_key_expiry(policy, typid, zone, sslot.values[i]) < now)
 				mcv_expired += sslot.numbers[i];
 		}
 		free_attstatsslot(&sslot);
@@ -176,11 +174,8 @@ ttl_backlog_table(TtlPolicy *policy, Oid relid, AttrNumber attnum,
 	if (get_attstatsslot(&sslot, statstup, STATISTIC_KIND_HISTOGRAM, InvalidOid,
 						 ATTSTATSSLOT_VALUES))
 	{
-		hist_fraction = ttl_backlog_histogram_fraction(typid, sslot.values,
-													   sslot.nvalues,
-													   policy->unit_ns, zone,
-													   policy->expire_after,
-													   now);
+		hist_fraction = ttl_backlog_histogram_fraction(policy, typid, sslot.values,
+													   sslot.nvalues, zone, now);
 		free_attstatsslot(&sslot);
 	}
 	ReleaseSysCache(statstup);

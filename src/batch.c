@@ -355,8 +355,7 @@ ttl_batch_begin(TtlBatch *b)
 	ttl_batch_check_rights(b);
 	b->via_parent = b->parent != NULL && ttl_batch_via_parent(b);
 
-	ttl_cutoff_compute(t->keytype, b->policy->unit_ns, b->zone, b->pass->now,
-					   b->policy->expire_after, &b->cutoff);
+	ttl_cutoff_compute(b->policy, t->keytype, b->zone, b->pass->now, &b->cutoff);
 	{
 		RegProcedure less = ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber);
 
@@ -366,6 +365,9 @@ ttl_batch_begin(TtlBatch *b)
 		if (b->capping)
 			fmgr_info(less, &b->less);
 	}
+	/* a cap alone, under its cap: no row of this pass goes (expiry.c) */
+	if (b->cutoff.none)
+		return TTL_BATCH_DONE;
 	if (t->filter != NULL)
 	{
 		b->estate = CreateExecutorState();

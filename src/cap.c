@@ -26,9 +26,14 @@
  * a cut placed by it took the newest rows.
  *
  * A crash, pg_stat_reset() or a promotion starts the counts again from
- * zero while the table keeps its rows: such a count (below the size the
- * table was last measured at, pg_class.reltuples, with no VACUUM or
- * ANALYZE since) is not trusted, and the cut is read at each pass.
+ * zero while the table keeps its rows.  A count with no VACUUM or ANALYZE
+ * since the counts began is trusted only when it cannot be such a count:
+ * not when it is below the size the table was last measured at
+ * (pg_class.reltuples), nor when the table was never measured (reltuples
+ * -1: a count kept since the table was made and one begun since a reset
+ * look the same), nor when it counts no row in a table that has pages.
+ * Then the cap counts for itself: the cut is read at each pass, which
+ * reads at most max_rows index entries, until the table is measured.
  *
  * A cap over TTL_CAP_MAX_WALK rows is too large to read at each pass: its
  * cut is placed by the count, from the oldest row, with a walk of at most
@@ -43,6 +48,12 @@
  * share one key (one INSERT with DEFAULT now()) are never capped.  Rows
  * with a NULL key are never counted in the cut nor deleted.
  *
+ * The count and the cut are those of the tables the passes purge
+ * (targets.c): a table's foreign partitions or children are neither
+ * counted nor read (a server that is down would fail every cut), and the
+ * cut is then read in each of the others alone, as a Citus node reads its
+ * shards.
+ *
  * Citus: each node caps the shards it holds at its share of the cap,
  * max_rows times its shards over the table's shards.
  *
@@ -54,11 +65,15 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "utils/array.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datum.h"
@@ -76,6 +91,38 @@
  * cap waits for the table to be measured.
  */
 #define TTL_CAP_MAX_WALK		1000000
+
+/*
+ * ttl_cap_count_lost
+ *		Whether a table's live-row count, with no VACUUM or ANALYZE since the
+ *		counts began, may have begun again while the table kept its rows (a
+ *		crash, pg_stat_reset(), a promotion): it is below the size the table
+ *		was last measured at, or the table was never measured (nothing then
+ *		tells a count kept since the table was made from one begun later),
+ *		or it counts no row in a table that has pages.
+ */
+static bool
+ttl_cap_count_lost(Oid relid, float4 reltuples, int64 counted)
+{
+	Relation	rel;
+	bool		pages = true;
+
+	if (reltuples < 0 || (double) counted < (double) reltuples)
+		return true;
+	if (counted > 0)
+		return false;
+	/* its size, without waiting: a table locked away is taken to have pages */
+	if (ConditionalLockRelationOid(relid, AccessShareLock))
+	{
+		rel = try_relation_open(relid, NoLock);
+		if (rel != NULL)
+		{
+			pages = RelationGetNumberOfBlocks(rel) > 0;
+			relation_close(rel, NoLock);
+		}
+	}
+	return pages;
+}
 
 /*
  * ttl_cap_live_rows
@@ -134,7 +181,7 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 			ReleaseSysCache(classtup);
 		}
 		/* counts begun again since the table was last measured (above) */
-		if (!measured && reltuples >= 0 && (double) counted < (double) reltuples)
+		if (!measured && ttl_cap_count_lost(relid, reltuples, counted))
 			trusted = false;
 		*live += counted + pending;
 	}
@@ -174,10 +221,42 @@ ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
 }
 
 /*
+ * ttl_cap_skips_tables
+ *		Whether the policy's table has partitions or children that its
+ *		passes do not purge, and so must not count: foreign tables (a
+ *		foreign partition whose server is down would fail every read of
+ *		the whole table).  Takes no lock: it reads pg_inherits only.
+ */
+static bool
+ttl_cap_skips_tables(TtlPolicy *policy)
+{
+	char		relkind = get_rel_relkind(policy->relid);
+	List	   *all;
+	ListCell   *lc;
+	bool		skips = false;
+
+	if (relkind != RELKIND_PARTITIONED_TABLE &&
+		!(relkind == RELKIND_RELATION && has_subclass(policy->relid)))
+		return false;
+	all = find_all_inheritors(policy->relid, NoLock, NULL);
+	foreach(lc, all)
+	{
+		relkind = get_rel_relkind(lfirst_oid(lc));
+		/* the targets are the tables (targets.c); the rest hold no rows */
+		if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+			skips = true;
+	}
+	list_free(all);
+	return skips;
+}
+
+/*
  * ttl_cap_sql
  *		The query for the key of the $1-th oldest (or newest) row, from 0,
  *		of the pass's tables: over the policy's table (its partitions or
- *		children with it), or over the shards this node holds.
+ *		children with it) when those are all the pass's, else over the
+ *		tables the pass purges (the shards this node holds, the partitions
+ *		that are not foreign tables), each read alone.
  */
 static char *
 ttl_cap_sql(TtlPolicy *policy, TtlPass *pass, bool newest)
@@ -187,7 +266,8 @@ ttl_cap_sql(TtlPolicy *policy, TtlPass *pass, bool newest)
 	StringInfoData from;
 	ListCell   *lc;
 
-	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED &&
+		!ttl_cap_skips_tables(policy))
 		return psprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s%s OFFSET $1 LIMIT 1",
 						col, ttl_qualified_relname(policy->relid), col, col, order);
 	initStringInfo(&from);
@@ -315,6 +395,7 @@ ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone
 	cutoff->bound = pass->cap_bound;
 	cutoff->safe_bound = pass->cap_bound;
 	cutoff->recheck = false;
+	cutoff->none = false;
 	if (keytype == TIMESTAMPTZOID)
 		cutoff->limit = DatumGetTimestampTz(pass->cap_bound);
 	else if (keytype == TIMESTAMPOID && policy->unit_ns == 0)

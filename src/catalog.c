@@ -166,7 +166,7 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	d = SPI_getbinval(tup, desc, 5, &isnull);
 	/* NULL: a cap alone; nothing expires by age (cap.c) */
 	p->no_expiry = isnull;
-	p->expire_after = isnull ? PG_INT64_MAX : ttl_interval_usecs(DatumGetIntervalP(d));
+	p->expire_after = isnull ? 0 : ttl_interval_usecs(DatumGetIntervalP(d));
 	p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 	d = SPI_getbinval(tup, desc, 8, &isnull);

@@ -291,8 +291,11 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 	if (t->parallel || ttl_drain_active(pass) || !ttl_drain_wanted(policy, pass))
 		return;
 
-	ttl_cutoff_compute(t->keytype, policy->unit_ns, ttl_policy_zone(policy),
-					   pass->now, policy->expire_after, &cutoff);
+	ttl_cutoff_compute(policy, t->keytype, ttl_policy_zone(policy), pass->now,
+					   &cutoff);
+	/* a cap alone has no expired backlog to share (cap.c) */
+	if (cutoff.none)
+		return;
 	if (!ttl_key_ordinal(t->keytype, d->offer_from, &lo) ||
 		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;

@@ -29,6 +29,14 @@
  * calling session's: ttl_runner() called with SET TimeZone = 'Asia/Tokyo'
  * deletes what the worker would.
  *
+ * A policy without expire_after (a cap alone, cap.c) has no expiry: no
+ * key has expired, and none will.  That is said by its no_expiry flag,
+ * which every function here that takes the policy tests first, never by a
+ * large expire_after: a key at the far end of an epoch's range (bigint
+ * INT64_MIN seconds, float8 or numeric -Infinity) would still be reached
+ * by it.  Such a cutoff is marked `none`, and its bounds are the key
+ * type's least value, below which no key is.
+ *
  * The cutoff of a pass that began at `now` is limit = now - expire_after:
  * a row has expired when its instant is before limit.  The btree is in key
  * order, so the scan needs a bound in the key's type:
@@ -59,6 +67,7 @@
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 #include "utils/numeric.h"
@@ -340,26 +349,66 @@ ttl_epoch_cutoff(Oid typid, int64 unit_ns, TimestampTz limit)
 }
 
 /*
+ * ttl_key_least
+ *		The least value of a key type, as its btree orders it: no key is
+ *		below it.  The bound of a cutoff under which nothing has expired.
+ */
+static Datum
+ttl_key_least(Oid typid)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return TimestampTzGetDatum(DT_NOBEGIN);
+		case TIMESTAMPOID:
+			return TimestampGetDatum(DT_NOBEGIN);
+		case DATEOID:
+			return DateADTGetDatum(DATEVAL_NOBEGIN);
+		case INT4OID:
+			return Int32GetDatum(PG_INT32_MIN);
+		case INT8OID:
+			return Int64GetDatum(PG_INT64_MIN);
+		case FLOAT8OID:
+			return Float8GetDatum(-get_float8_infinity());
+		case NUMERICOID:
+			return DirectFunctionCall3(numeric_in, CStringGetDatum("-Infinity"),
+									   ObjectIdGetDatum(InvalidOid),
+									   Int32GetDatum(-1));
+		default:
+			elog(ERROR, "unsupported TTL key type %u", typid);
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+/*
  * ttl_cutoff_compute
- *		The cutoff of a pass that began at `now` (see the top of the file).
- *		By-reference bounds (numeric) are palloc'd in the current context.
+ *		The cutoff of the policy's pass that began at `now` (see the top of
+ *		the file), for keys of type typid.  By-reference bounds (numeric)
+ *		are palloc'd in the current context.
  */
 void
-ttl_cutoff_compute(Oid typid, int64 unit_ns, pg_tz *zone, TimestampTz now,
-				   int64 expire_after, TtlCutoff *cutoff)
+ttl_cutoff_compute(TtlPolicy *policy, Oid typid, pg_tz *zone, TimestampTz now,
+				   TtlCutoff *cutoff)
 {
+	int64		unit_ns = policy->unit_ns;
 	TimestampTz limit;
 	Timestamp	local;
 	Timestamp	safe;
 	long		min_gmtoff;
 
-	/* a cap alone (expire_after NULL): nothing expires, -infinity neither */
-	if (expire_after == PG_INT64_MAX)
-		limit = DT_NOBEGIN;
-	else if (pg_sub_s64_overflow(now, expire_after, &limit))
+	cutoff->recheck = false;
+	cutoff->none = policy->no_expiry;
+	if (policy->no_expiry)
+	{
+		/* a cap alone: nothing expires, -infinity neither */
+		cutoff->limit = DT_NOBEGIN;
+		cutoff->bound = ttl_key_least(typid);
+		cutoff->safe_bound = cutoff->bound;
+		return;
+	}
+	if (pg_sub_s64_overflow(now, policy->expire_after, &limit))
 		limit = DT_NOBEGIN + 1;
 	cutoff->limit = limit;
-	cutoff->recheck = false;
 
 	if (unit_ns != 0)
 	{
@@ -486,26 +535,32 @@ bool
 ttl_key_expired(Oid typid, int64 unit_ns, pg_tz *zone, Datum key,
 				const TtlCutoff *cutoff)
 {
-	TimestampTz t = ttl_key_instant(typid, unit_ns, zone, key);
+	TimestampTz t;
 
+	if (cutoff->none)
+		return false;
+	t = ttl_key_instant(typid, unit_ns, zone, key);
 	return !TIMESTAMP_IS_NOEND(t) && t < cutoff->limit;
 }
 
 /*
  * ttl_key_expiry
- *		The instant a row with this key expires.  Infinite keys give
- *		DT_NOEND (never) or DT_NOBEGIN (always).
+ *		The instant a row of the policy with this key expires.  Infinite
+ *		keys give DT_NOEND (never) or DT_NOBEGIN (always); every key of a
+ *		policy without expiry gives DT_NOEND.
  */
 TimestampTz
-ttl_key_expiry(Oid typid, int64 unit_ns, pg_tz *zone, Datum key,
-			   int64 expire_after)
+ttl_key_expiry(TtlPolicy *policy, Oid typid, pg_tz *zone, Datum key)
 {
-	TimestampTz ts = ttl_key_instant(typid, unit_ns, zone, key);
+	TimestampTz ts;
 
+	if (policy->no_expiry)
+		return DT_NOEND;
+	ts = ttl_key_instant(typid, policy->unit_ns, zone, key);
 	if (TIMESTAMP_NOT_FINITE(ts))
 		return ts;
 	/* keys within expire_after of the end of time never expire */
-	if (pg_add_s64_overflow(ts, expire_after, &ts))
+	if (pg_add_s64_overflow(ts, policy->expire_after, &ts))
 		return DT_NOEND;
 	return ttl_clamp_timestamp(ts);
 }

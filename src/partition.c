@@ -235,8 +235,9 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	ListCell   *lc;
 	int			dropped = 0;
 
+	/* a cap alone: no partition has expired (its rows go by the cap, cap.c) */
 	if (policy->action != TTL_ACTION_DELETE || policy->filter != NULL ||
-		policy->ttl_column != NULL || ttl_publications_exist())
+		policy->ttl_column != NULL || policy->no_expiry || ttl_publications_exist())
 		return 0;
 	if (!ConditionalLockRelationOid(policy->relid, AccessShareLock))
 		return 0;
@@ -258,8 +259,8 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 	}
 
 	PushActiveSnapshot(GetTransactionSnapshot());
-	ttl_cutoff_compute(getBaseType(key->parttypid[0]), policy->unit_ns,
-					   ttl_policy_zone(policy), now, policy->expire_after, &cutoff);
+	ttl_cutoff_compute(policy, getBaseType(key->parttypid[0]),
+					   ttl_policy_zone(policy), now, &cutoff);
 	desc = RelationGetPartitionDesc(rel, true);
 	for (int i = 0; i < desc->nparts; i++)
 	{

@@ -141,9 +141,8 @@ ttl_probe_from(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation irel,
 		k = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
 		if (!isnull)
 		{
-			*expires_at = ttl_key_expiry(t->keytype, policy->unit_ns,
-										 ttl_policy_zone(policy), k,
-										 policy->expire_after);
+			*expires_at = ttl_key_expiry(policy, t->keytype,
+										 ttl_policy_zone(policy), k);
 			found = TTL_PROBE_FOUND;
 		}
 		else

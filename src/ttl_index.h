@@ -143,7 +143,8 @@ typedef struct TtlPolicy
 	Oid			relid;
 	AttrNumber	attnum;
 	char	   *column_name;	/* as stored in the catalog */
-	int64		expire_after;	/* microseconds */
+	int64		expire_after;	/* microseconds; 0 when no_expiry, which
+								 * every reader tests first (expiry.c) */
 	int32		batch_size;		/* 0 = use ttl_index.batch_size */
 	bool		enabled;
 	char	   *ttl_column;		/* per-row TTL column, or NULL */
@@ -266,20 +267,22 @@ typedef struct TtlCutoff
 	bool		recheck;		/* local-time key near a change of the
 								 * server's UTC offset: check each row's
 								 * instant (ttl_key_expired) */
+	bool		none;			/* no key has expired (a cap alone): bound
+								 * and safe_bound are the type's least value,
+								 * below which there is no key */
 } TtlCutoff;
 
 extern int64 ttl_unit_parse(const char *unit);
 extern bool ttl_key_type_ok(Oid typid, int64 unit_ns);
 extern bool ttl_key_is_local(Oid typid, int64 unit_ns);
-extern void ttl_cutoff_compute(Oid typid, int64 unit_ns, struct pg_tz *zone,
-							   TimestampTz now, int64 expire_after,
-							   TtlCutoff *cutoff);
+extern void ttl_cutoff_compute(TtlPolicy *policy, Oid typid, struct pg_tz *zone,
+							   TimestampTz now, TtlCutoff *cutoff);
 extern bool ttl_key_ordinal(Oid typid, Datum key, int64 *ordinal);
 extern Datum ttl_key_from_ordinal(Oid typid, int64 ordinal);
 extern bool ttl_key_expired(Oid typid, int64 unit_ns, struct pg_tz *zone,
 							Datum key, const TtlCutoff *cutoff);
-extern TimestampTz ttl_key_expiry(Oid typid, int64 unit_ns, struct pg_tz *zone,
-								  Datum key, int64 expire_after);
+extern TimestampTz ttl_key_expiry(TtlPolicy *policy, Oid typid,
+								  struct pg_tz *zone, Datum key);
 extern const char *ttl_server_zone_name(void);
 extern bool ttl_zone_valid(const char *name);
 extern const char *ttl_policy_zone_name(TtlPolicy *policy);

@@ -51,6 +51,10 @@ my $node = TtlIndex::node('oracle',
 $node->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;
 CREATE DOMAIN ora_dom AS integer CHECK (VALUE >= 0);
+-- the server of foreign partitions, down
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER ora_down FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '1', dbname 'nowhere');
+CREATE USER MAPPING FOR PUBLIC SERVER ora_down;
 CREATE FUNCTION ora_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF OLD.hold THEN
@@ -108,11 +112,19 @@ ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_con
 	my $before = snapshot_all([ map { $_->{table} } @cases ]);
 	$_->{before} = $before->{ $_->{table} } // {} for @cases;
 	my $t0 = time();
+	# each case's calls in a block of its own (the same transaction, as
+	# its script's BEGIN ... COMMIT), in the case's session zone; a refused
+	# call says so in a WARNING and leaves the others alone
+	my $do = join("\n", map {
+		my $c = $_;
+		my $calls = join("\n", map { (my $x = $_) =~ s/^SELECT /PERFORM /; $x } @{ $c->{calls} });
+		"DO \$o\$ BEGIN PERFORM pg_catalog.set_config('TimeZone', '$c->{session_zone}', false);\n$calls\n"
+		  . "EXCEPTION WHEN others THEN RAISE WARNING 'oracle refused $c->{name}: %', SQLERRM; END \$o\$;"
+	} @cases);
+	my (undef, undef, $err) = $node->psql('postgres', $do);
 	for my $c (@cases)
 	{
-		my ($ret, $out, $err) = $node->psql('postgres', $c->{create_sql});
-		$c->{create_err} = $ret ? $err : undef;
-		$c->{notices} = $err;
+		$c->{create_err} = $1 if $err =~ /oracle refused $c->{name}: ([^\n]*)/;
 	}
 	# rows locked by another session, in one case
 	my $bg;
@@ -204,10 +216,8 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 	ok(!%fail, "batch $b: $n cases (" . ($runner ? 'ttl_runner()' : 'worker')
 		  . ", helpers $helpers" . ($kill ? ', kill -9' : '') . ($lock ? ', locked rows' : '') . "), seed $seed");
 	# leave nothing for the next batch's passes
-	for my $c (@cases)
-	{
-		$node->psql('postgres', "DROP TABLE IF EXISTS $c->{table}_ref, $c->{table} CASCADE; DROP TABLE IF EXISTS $c->{table}_arch;");
-	}
+	$node->psql('postgres', join("\n", map {
+		"DROP TABLE IF EXISTS $_->{table}_ref, $_->{table} CASCADE; DROP TABLE IF EXISTS $_->{table}_arch;" } @cases));
 }
 
 # snapshot_all(tables): table => id => row text, in one query
@@ -217,7 +227,7 @@ sub snapshot_all
 	return {} unless @$tables;
 	my $q = join("\nUNION ALL\n", map { "SELECT '$_', id, coalesce(k::text, '<null>'), coalesce(extract(epoch FROM sd)::text, '<null>'),
 	   coalesce(note, '<null>'), coalesce(amount::text, '<null>'), coalesce(at0::text, '<null>'),
-	   coalesce(vc::text, '<null>'), coalesce(dom::text, '<null>'), tableoid::regclass FROM $_" } @$tables);
+	   coalesce(vc::text, '<null>'), coalesce(dom::text, '<null>'), tableoid::regclass FROM $_ WHERE id < 100000" } @$tables);
 	my $out = $node->safe_psql('postgres', "SET DateStyle = ISO; SET TimeZone = 'UTC'; SET extra_float_digits = 3;\n$q");
 	my %rows;
 	for my $l (split /\n/, $out)
@@ -322,7 +332,7 @@ sub check_case
 			my $close = !defined $want ? 0
 			  : $want eq '-inf' ? $a->{sd} eq '-Infinity'
 			  : $want eq '+inf' ? $a->{sd} eq 'Infinity'
-			  : abs($want) > 9e12 ? 1
+			  : abs($want) > 6e10 ? 1
 			  : $a->{sd} !~ /Infinity/ && abs($a->{sd} - $want) < 2e-6;
 			my $ok = $fate =~ /go|may/ && $b->{sd} eq '<null>' && $a->{sd} ne '<null>' && $close;
 			push @f, "row $id: soft-deleted to $a->{sd}, the model says $fate with expiry " . ($want // 'none') . ": was " . rowtxt($b)

@@ -183,6 +183,8 @@ sub expiry
 	return undef unless defined $c->{ttl};    # cap-only: nothing expires by age
 	my $i = instant($c, $r->{k});
 	return undef unless defined $i;
+	# a NULL per-row TTL never expires, whatever the key
+	return undef if $c->{ttl_column} && !defined $r->{rttl};
 	return $i if $i eq '+inf' || $i eq '-inf';
 	my $e = $i + $c->{ttl};
 	if ($c->{ttl_column})
@@ -431,7 +433,7 @@ sub gen_case
 	$c->{filter} = pick([ 'f', 'f IS TRUE', 'coalesce(f, false)' ]) if !$cap && chance(0.25);
 	$c->{batch_size} = pick([ 7, 50, 500 ]) if chance(0.3);
 	# the shape
-	my @shapes = qw(plain plain plain range_id list_grp hash_id sub inherit);
+	my @shapes = qw(plain plain plain range_id list_grp hash_id sub inherit foreign);
 	push @shapes, 'range_key', 'range_key' if $kt eq 'timestamptz';
 	$c->{shape} = pick(\@shapes);
 	$c->{dropped} = chance(0.2);
@@ -589,7 +591,7 @@ sub gen_case
 	}
 	my $pk = { plain => $c->{fk} || chance(0.5) ? ', PRIMARY KEY (id)' : '', range_id => ', PRIMARY KEY (id)',
 		hash_id => ', PRIMARY KEY (id)', list_grp => ', PRIMARY KEY (id, grp)', sub => ', PRIMARY KEY (id)',
-		inherit => ', PRIMARY KEY (id)', range_key => '' }->{ $c->{shape} };
+		inherit => ', PRIMARY KEY (id)', range_key => '', foreign => '' }->{ $c->{shape} };
 	my $sql = "CREATE TABLE $t (" . join(', ', @cols) . "$pk)";
 	my $third = int($id / 3) + 1;
 	my @children;
@@ -599,6 +601,17 @@ sub gen_case
 	{
 		$sql .= " PARTITION BY RANGE (id);\nCREATE TABLE ${t}_p1 PARTITION OF $t FOR VALUES FROM (MINVALUE) TO ($third);\n"
 		  . "CREATE TABLE ${t}_p2 PARTITION OF $t FOR VALUES FROM ($third) TO (" . (2 * $third) . ");\n"
+		  . "CREATE TABLE ${t}_pd PARTITION OF $t DEFAULT;\n";
+	}
+	elsif ($sh eq 'foreign')
+	{
+		# READING: a foreign partition whose server is down holds none of
+		# the case's rows; the docs promise the policy covers every
+		# partition and that a failure of one partition leaves it "for
+		# now": the local partitions purge, caps included, as if it were
+		# empty (its failures may be counted as errors)
+		$sql .= " PARTITION BY RANGE (id);\nCREATE TABLE ${t}_p1 PARTITION OF $t FOR VALUES FROM (MINVALUE) TO ($third);\n"
+		  . "CREATE FOREIGN TABLE ${t}_pf PARTITION OF $t FOR VALUES FROM (100000) TO (200000) SERVER ora_down OPTIONS (table_name '${t}_remote');\n"
 		  . "CREATE TABLE ${t}_pd PARTITION OF $t DEFAULT;\n";
 	}
 	elsif ($sh eq 'hash_id')
@@ -699,11 +712,14 @@ sub gen_case
 		# a first call, changed in place by the second in the same transaction
 		$c->{second_call} = 1;
 		my @o1 = grep { /^unit/ } @opt;
-		$create .= "BEGIN;\nSELECT ttl_create_index('$t', 'k', " . join(', ', "interval '5 days'", @o1) . ");\n$call\nCOMMIT;";
+		my $first = "SELECT ttl_create_index('$t', 'k', " . join(', ', "interval '5 days'", @o1) . ");";
+		$create .= "BEGIN;\n$first\n$call\nCOMMIT;";
+		$c->{calls} = [ $first, $call ];
 	}
 	else
 	{
 		$create .= $call;
+		$c->{calls} = [$call];
 	}
 	$c->{create_sql} = $create;
 	$c->{summary} = join(', ', "key $kt" . ($c->{unit} ? " unit $c->{unit}" : '') . ($wall ? " zone $c->{zone}" . ($c->{tz_option} ? ' (option)' : ' (session)') : ''),

@@ -441,7 +441,7 @@ sub gen_case
 	$c->{fk} = $c->{shape} eq 'plain' && $act =~ /^(delete|archive)$/ && chance(0.2);
 	if (chance(0.25))
 	{
-		$c->{refuse} = pick([qw(P0001 P0001 P0001 23514 42501)]);
+		$c->{refuse} = pick([qw(P0001 P0001 P0001 23514 42501 mixed)]);
 		$c->{nrefuse} = chance(0.15) ? int(U(1001, 1400)) : int(U(1, 5));
 	}
 	# anonymize: a few columns, values with typmods, domains, constraints

@@ -176,8 +176,9 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 		my $stats = stats_all([ map { $_->{table} } @live ]);
 		for my $c (@cases)
 		{
-			my ($f, $ok_passes) = check_case($c, $t0, $t1, $after->{ $c->{table} } // {},
-				$arch->{"$c->{table}_arch"} // {}, $stats->{ $c->{table} });
+			my ($f, $ok_passes) = eval { check_case($c, $t0, $t1, $after->{ $c->{table} } // {},
+				$arch->{"$c->{table}_arch"} // {}, $stats->{ $c->{table} }) };
+			($f, $ok_passes) = ([ "the oracle itself failed: $@" ], 1) unless $f;
 			$fail{ $c->{name} } = $f if @$f;
 			$settled = 0 if !$ok_passes;
 		}

@@ -170,11 +170,19 @@ sub order_key
 {
 	my ($c, $k) = @_;
 	my $i = instant($c, $k);
-	return 9e300 if !defined $i;    # NaN (NULL is handled by the caller)
-	return 8e300 if $i eq '+inf';
-	return -9e300 if $i eq '-inf';
+	my $inf = 9**9**9;
+	return [ 3, 0 ] if !defined $i;    # NaN (NULL is handled by the caller)
+	return [ 2, 0 ] if $i eq '+inf';
+	return [ 0, 0 ] if $i eq '-inf';
 	# the raw value orders a numeric key exactly; wall-clock keys by instant
-	return $c->{keytype} =~ /^(timestamp|date|timestamptz)$/ ? $i : $k + 0;
+	return [ 1, $c->{keytype} =~ /^(timestamp|date|timestamptz)$/ ? $i : $k + 0 ];
+}
+
+# cmp_keys(a, b): the btree order of two order_key()s
+sub cmp_keys
+{
+	my ($a, $b) = @_;
+	return $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1];
 }
 
 # expiry(case, row): when the row expires, in seconds (or '+inf'/'-inf'),
@@ -316,7 +324,7 @@ sub expect
 	# the cap: rows older than the max_rows-th newest non-NULL key go
 	if (defined $c->{max_rows} && $open0 && $open1)
 	{
-		my @nn = sort { $b->[1] <=> $a->[1] }
+		my @nn = sort { cmp_keys($b->[1], $a->[1]) }
 		  map { [ $_->{id}, order_key($c, $_->{k}) ] }
 		  grep { defined $_->{k} } @{ $c->{rows} };
 		if (@nn > $c->{max_rows})
@@ -324,7 +332,7 @@ sub expect
 			my $cut = $nn[ $c->{max_rows} - 1 ][1];
 			for my $x (@nn)
 			{
-				next unless $x->[1] < $cut;
+				next unless cmp_keys($x->[1], $cut) < 0;
 				my $o = $out{ $x->[0] };
 				my $r = $byid{ $x->[0] };
 				next if $o->{why} eq 'refused' || $o->{why} eq 'referenced';

@@ -454,6 +454,9 @@ sub gen_case
 	{
 		$c->{refuse} = pick([qw(P0001 P0001 P0001 23514 42501 mixed)]);
 		$c->{nrefuse} = chance(0.15) ? int(U(1001, 1400)) : int(U(1, 5));
+		# a BEFORE trigger, or a deferred constraint trigger (checked at the
+		# end of each batch's statement, as the docs say)
+		$c->{deferred} = chance(0.3);
 	}
 	# anonymize: a few columns, values with typmods, domains, constraints
 	if ($act eq 'anonymize')
@@ -678,8 +681,12 @@ sub gen_case
 	if ($c->{refuse})
 	{
 		my $ev = $act =~ /soft|anon/ ? 'UPDATE' : 'DELETE';
-		$sql .= "CREATE TRIGGER ${_}_refuse BEFORE $ev ON $_ FOR EACH ROW EXECUTE FUNCTION ora_refuse('$c->{refuse}');\n"
-		  for ($t, @children);
+		for my $on ($t, @children)
+		{
+			$sql .= $c->{deferred}
+			  ? "CREATE CONSTRAINT TRIGGER ${on}_refuse AFTER $ev ON $on DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ora_refuse('$c->{refuse}');\n"
+			  : "CREATE TRIGGER ${on}_refuse BEFORE $ev ON $on FOR EACH ROW EXECUTE FUNCTION ora_refuse('$c->{refuse}');\n";
+		}
 	}
 	if ($c->{fk})
 	{
@@ -737,7 +744,7 @@ sub gen_case
 		"shape $sh" . ($c->{dropped} ? ' +dropped column' : '') . ($c->{shuffle} ? ' +column order' : ''),
 		"action $act", 'ttl ' . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),
-		($c->{window} ? "window $c->{window}" : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse})" : ()),
+		($c->{window} ? "window $c->{window}" : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
 		($c->{fk} ? 'fk' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? 'second call' : ()),
 		scalar(@{ $c->{rows} }) . ' rows');
 	return $c;

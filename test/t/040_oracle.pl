@@ -58,7 +58,9 @@ my $node = TtlIndex::node('oracle',
 	'ttl_index.error_delay = 1s',
 	'ttl_index.stalled_after = 0',
 	'ttl_index.log_min_duration = -1',
-	'max_worker_processes = 16');
+	'max_worker_processes = 16',
+	# a kill -9 of the worker restarts the server, as in production
+	'restart_after_crash = on');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;
 CREATE DOMAIN ora_dom AS integer CHECK (VALUE >= 0);

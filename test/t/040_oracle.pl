@@ -222,8 +222,8 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 			$fail{runner} = [ "ttl_runner() returned $ret, while $gone rows left the tables or were soft-deleted (anonymized: $anon)" ];
 		}
 	}
-	$bg->query_safe('COMMIT') if $bg;
-	$bg->quit if $bg;
+	# (a kill -9 of the worker may have ended the locking session too)
+	eval { $bg->query_safe('COMMIT'); $bg->quit; } if $bg;
 	for my $c (@cases)
 	{
 		my $f = $fail{ $c->{name} };

@@ -52,6 +52,8 @@ our %ZONES = (
 	'America/New_York' => [-18000, 'us'],
 );
 our @ZONE_NAMES = sort keys %ZONES;
+# whether the server has postgres_fdw, for foreign partitions (set by the test)
+our $HAVE_FDW = 0;
 
 # day of month of the n-th Sunday (n = -1: the last) of a month (1-12)
 sub sunday
@@ -450,7 +452,8 @@ sub gen_case
 	$c->{filter} = pick([ 'f', 'f IS TRUE', 'coalesce(f, false)' ]) if !$cap && chance(0.25);
 	$c->{batch_size} = pick([ 7, 50, 500 ]) if chance(0.3);
 	# the shape
-	my @shapes = qw(plain plain plain range_id list_grp hash_id sub inherit foreign);
+	my @shapes = qw(plain plain plain range_id list_grp hash_id sub inherit);
+	push @shapes, 'foreign' if $HAVE_FDW;
 	push @shapes, 'range_key', 'range_key' if $kt eq 'timestamptz';
 	$c->{shape} = pick(\@shapes);
 	$c->{dropped} = chance(0.2);

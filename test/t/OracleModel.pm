@@ -374,9 +374,13 @@ sub expect
 			# READING: a finite expiry outside the range of timestamptz
 			# (4713 BC to 294276 AD: a sentinel epoch) has no soft-delete
 			# time the column can hold; the docs promise nothing for it
-			$o->{fate} = 'may'
-			  if $o->{fate} eq 'go' && defined $e && $e ne '-inf' && $e ne '+inf'
-			  && ($e < -2.1e11 || $e > 9.2e12);
+			if ($o->{fate} eq 'go' && defined $e && $e ne '-inf' && $e ne '+inf'
+				&& ($e < -2.1e11 || $e > 9.2e12))
+			{
+				# (it may be held too: rows_held may count it)
+				$o->{fate} = 'may';
+				$o->{unrepresentable} = 1;
+			}
 		}
 	}
 	return \%out;

@@ -134,8 +134,12 @@ ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_con
 			'the worker says it is disabled');
 	}
 	my @cases = map { OracleModel::gen_case("o${b}_$_", $runner, $server_zone) } 1 .. $n;
-	my ($sret, undef, $serr) = $node->psql('postgres', join("\n", map { $_->{setup_sql} } @cases),
-		extra_params => [ '-v', 'ON_ERROR_STOP=1' ]);
+	my ($sret, $serr) = (1, '');
+	eval {
+		($sret, undef, $serr) = $node->psql('postgres', join("\n", map { $_->{setup_sql} } @cases),
+			extra_params => [ '-v', 'ON_ERROR_STOP=1' ]);
+		1;
+	} or $serr = $@;
 	if ($sret)
 	{
 		# the generator made SQL that does not run: the oracle's own bug

@@ -1,0 +1,478 @@
+# A randomized oracle for ttl_index's promises.
+#
+# Cases are generated at random from a seed (printed; TTL_ORACLE_SEED
+# replays a run): a table (key type, shape), its rows (NULLs, infinities,
+# sentinels, ties, wall-clock times in the hours the clocks skip or
+# repeat), a policy (TTL forms, per-row TTL, filter, cap, window,
+# anonymize, archive, soft delete, zones), what happens meanwhile (a
+# trigger that refuses rows, a foreign key, rows locked by another
+# session, a second ttl_create_index, kill -9 of the worker, helpers on or
+# off) and who purges (the worker, or ttl_runner() from a session with odd
+# settings).  A batch of cases is set up at once, each in its own table,
+# then settled together; OracleModel.pm, written from the docs, says what
+# each row must become, and the counters must equal what left or changed.
+# A failure prints the seed, the case's SQL, and the rows that disagree.
+#
+#   TTL_ORACLE_SEED=n     replay one run
+#   TTL_ORACLE_CASES=n    soak: this many cases (default 80, the normal run)
+#   TTL_ORACLE_MINUTES=m  soak: batches until m minutes have passed
+#
+# What the generator leaves out, because it cannot be checked exactly here
+# (or not yet):
+#   - inserts and updates that move rows across the cutoff during a pass
+#     (the cutoff is the pass's own, unknown to the test);
+#   - rate limits, keep-up, falling_behind, giving way (time, not state);
+#   - options changed in place after a pass (the second call is in the
+#     same transaction as the first: the model knows the final policy);
+#   - counters after kill -9 (a crash zeroes them, by the docs): that
+#     batch checks rows only;
+#   - window edges on the days the clocks change, several windows;
+#   - a CHECK constraint refusing an anonymize value (a BEFORE UPDATE
+#     trigger refuses instead);
+#   - Citus distributed tables (no 18.3 + Citus build on this machine when
+#     this was written), replication, standbys.
+use strict;
+use warnings;
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+use POSIX qw(floor);
+use TtlIndex;
+use OracleModel;
+
+my $seed = $ENV{TTL_ORACLE_SEED} // (int(time()) ^ ($$ << 8)) % 1000000007;
+my $want_cases = $ENV{TTL_ORACLE_CASES} // 80;
+my $minutes = $ENV{TTL_ORACLE_MINUTES};
+my $per_batch = 20;
+srand($seed);
+diag("oracle seed $seed (replay: TTL_ORACLE_SEED=$seed)");
+my $t_start = time();
+
+my $server_zone = OracleModel::pick(\@OracleModel::ZONE_NAMES);
+my $node = TtlIndex::node('oracle',
+	"timezone = '$server_zone'",
+	'ttl_index.max_sleep = 200ms',
+	'ttl_index.error_delay = 1s',
+	'ttl_index.stalled_after = 0',
+	'ttl_index.log_min_duration = -1',
+	'max_worker_processes = 16',
+	# a kill -9 of the worker restarts the server, as in production
+	'restart_after_crash = on');
+$node->safe_psql('postgres', q{
+CREATE EXTENSION ttl_index;
+CREATE DOMAIN ora_dom AS integer CHECK (VALUE >= 0);
+
+CREATE FUNCTION ora_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.hold THEN
+		-- 'mixed': a row error for odd ids, one that is not about rows for even ones
+		RAISE EXCEPTION 'row % is held', OLD.id USING ERRCODE =
+			CASE WHEN TG_ARGV[0] <> 'mixed' THEN TG_ARGV[0] WHEN OLD.id % 2 = 0 THEN '42501' ELSE 'P0001' END;
+	END IF;
+	RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$;
+});
+# the server of foreign partitions, down (where the build has
+# postgres_fdw: test/pg_build.sh builds only test_decoding of contrib)
+if ($node->safe_psql('postgres', "SELECT count(*) FROM pg_available_extensions WHERE name = 'postgres_fdw'") eq '1')
+{
+	$node->safe_psql('postgres', q{
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER ora_down FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '1', dbname 'nowhere');
+CREATE USER MAPPING FOR PUBLIC SERVER ora_down;});
+	$OracleModel::HAVE_FDW = 1;
+}
+else
+{
+	diag('postgres_fdw is not installed: no foreign partitions in this run');
+}
+TtlIndex::wait_worker($node, 'postgres');
+
+my ($ncases, $nbatch, $failed_cases) = (0, 0, 0);
+while (1)
+{
+	last if !$minutes && $ncases >= $want_cases;
+	last if $minutes && time() - $t_start > $minutes * 60;
+	my $n = $minutes ? $per_batch : ($want_cases - $ncases < $per_batch ? $want_cases - $ncases : $per_batch);
+	run_batch($nbatch++, $n);
+	$ncases += $n;
+}
+diag(sprintf('oracle: %d cases in %d batches, %d failed, %.0f s, seed %d',
+	$ncases, $nbatch, $failed_cases, time() - $t_start, $seed));
+
+# the server log: no TRAP, no PANIC, no crash but the test's own kill -9
+$node->stop('fast');
+my $log = slurp_file($node->logfile);
+my @bad = grep { /TRAP:|PANIC|terminated by signal (?!9)/ } split /\n/, $log;
+is(join("\n", @bad), '', "no TRAP, PANIC or crash in the server log (seed $seed)");
+done_testing();
+
+# ---------------------------------------------------------------------------
+# a batch: generate, set up, settle, check
+
+sub run_batch
+{
+	my ($b, $n) = @_;
+	my $runner = rand() < 0.35;
+	my $helpers = rand() < 0.5 ? 0 : 2;
+	my $kill = !$runner && rand() < 0.1;
+	my $lock = !$runner && rand() < 0.3;
+	$node->safe_psql('postgres', "ALTER SYSTEM SET ttl_index.enabled = " . ($runner ? 'off' : 'on') . ";
+ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_conf();");
+	TtlIndex::wait_setting($node, 'ttl_index.enabled', $runner ? 'off' : 'on');
+	if ($runner)
+	{
+		# the worker ends its run and stays idle
+		TtlIndex::wait_until($node, 'postgres',
+			"SELECT count(*) = 0 FROM ttl_index_progress WHERE phase NOT IN ('disabled', 'sleeping')",
+			'the worker is idle for the runner batch');
+		TtlIndex::wait_until($node, 'postgres',
+			"SELECT count(*) = 0 FROM ttl_index_progress WHERE phase <> 'disabled'",
+			'the worker says it is disabled');
+	}
+	my @cases = map { OracleModel::gen_case("o${b}_$_", $runner, $server_zone) } 1 .. $n;
+	my ($sret, $serr) = (1, '');
+	eval {
+		($sret, undef, $serr) = $node->psql('postgres', join("\n", map { $_->{setup_sql} } @cases),
+			extra_params => [ '-v', 'ON_ERROR_STOP=1' ]);
+		1;
+	} or $serr = $@;
+	if ($sret)
+	{
+		# the generator made SQL that does not run: the oracle's own bug
+		ok(0, "batch $b: its setup runs, seed $seed") or diag($serr);
+		$node->psql('postgres', join("\n", map {
+			"DROP TABLE IF EXISTS $_->{table}_ref, $_->{table} CASCADE; DROP TABLE IF EXISTS $_->{table}_arch;" } @cases));
+		return;
+	}
+	my $before = snapshot_all([ map { $_->{table} } @cases ]);
+	$_->{before} = $before->{ $_->{table} } // {} for @cases;
+	my $t0 = time();
+	# each case's calls in a block of its own (the same transaction, as
+	# its script's BEGIN ... COMMIT), in the case's session zone; a refused
+	# call says so in a WARNING and leaves the others alone
+	my $do = join("\n", map {
+		my $c = $_;
+		my $calls = join("\n", map { (my $x = $_) =~ s/^SELECT /PERFORM /; $x } @{ $c->{calls} });
+		"DO \$o\$ BEGIN PERFORM pg_catalog.set_config('TimeZone', '$c->{session_zone}', false);\n$calls\n"
+		  . "EXCEPTION WHEN others THEN RAISE WARNING 'oracle refused $c->{name}: %', SQLERRM; END \$o\$;"
+	} @cases);
+	my (undef, undef, $err) = $node->psql('postgres', $do);
+	for my $c (@cases)
+	{
+		$c->{create_err} = $1 if $err =~ /oracle refused $c->{name}: ([^\n]*)/;
+	}
+	# rows locked by another session, in one case
+	my $bg;
+	my ($lc) = grep { !$_->{create_err} && $_->{action} ne 'anonymize' } @cases;
+	if ($lock && $lc)
+	{
+		my @ids = map { $_->{id} } grep { !$_->{hold} && !$_->{ref} } @{ $lc->{rows} };
+		@ids = @ids[0 .. ($#ids < 4 ? $#ids : 4)];
+		if (@ids)
+		{
+			$bg = $node->background_psql('postgres');
+			$bg->query_safe('BEGIN');
+			$bg->query_safe("SELECT id FROM $lc->{table} WHERE id IN (" . join(',', @ids) . ") FOR UPDATE");
+			$lc->{locked} = { map { $_ => 1 } @ids };
+		}
+	}
+	if ($kill)
+	{
+		my $pid = TtlIndex::worker_pid($node, 'postgres');
+		if ($pid)
+		{
+			kill 'KILL', $pid;
+			$_->{killed} = 1 for @cases;
+			TtlIndex::wait_worker($node, 'postgres', 'a worker runs again after kill -9', $pid);
+		}
+	}
+	my $ret;
+	if ($runner)
+	{
+		# a session with odd settings
+		my $z = OracleModel::pick([ 'Pacific/Chatham', 'America/Sao_Paulo', 'Asia/Kathmandu' ]);
+		my $r = $node->safe_psql('postgres', "SET TimeZone = '$z'; SET DateStyle = 'SQL, DMY';
+SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.ttl_runner();");
+		$ret = $r;
+	}
+	# settle: until every case checks, or the deadline; then the verdict
+	my $deadline = time() + ($runner ? 10 : 30);
+	my %fail;
+	for (;;)
+	{
+		my $t1 = time();
+		%fail = ();
+		my $settled = 1;
+		my @live = grep { !$_->{create_err} && !$_->{must_refuse} } @cases;
+		my $after = snapshot_all([ map { $_->{table} } @live ]);
+		my $arch = snapshot_all([ map { "$_->{table}_arch" } grep { $_->{action} eq 'archive' } @live ]);
+		my $stats = stats_all([ map { $_->{table} } @live ]);
+		for my $c (@cases)
+		{
+			my ($f, $ok_passes) = eval { check_case($c, $t0, $t1, $after->{ $c->{table} } // {},
+				$arch->{"$c->{table}_arch"} // {}, $stats->{ $c->{table} }) };
+			($f, $ok_passes) = ([ "the oracle itself failed: $@" ], 1) unless $f;
+			$fail{ $c->{name} } = $f if @$f;
+			$settled = 0 if !$ok_passes;
+		}
+		last if !%fail && $settled;
+		last if time() > $deadline;
+		sleep(0.3);
+	}
+	if ($runner)
+	{
+		my ($gone, $anon) = (0, 0);
+		for my $c (@cases)
+		{
+			$gone += $c->{gone_count} // 0;
+			$anon += $c->{anon_count} // 0;
+		}
+		my $okret = $ret == $gone || $ret == $gone + $anon;
+		unless ($okret)
+		{
+			$fail{runner} = [ "ttl_runner() returned $ret, while $gone rows left the tables or were soft-deleted (anonymized: $anon)" ];
+		}
+	}
+	# (a kill -9 of the worker may have ended the locking session too)
+	eval { $bg->query_safe('COMMIT'); $bg->quit; } if $bg;
+	for my $c (@cases)
+	{
+		my $f = $fail{ $c->{name} };
+		if (!$f)
+		{
+			next;
+		}
+		$failed_cases++;
+		diag("=== oracle FAILURE, seed $seed, batch $b, case $c->{name} ($c->{summary})");
+		diag("  $_") for @$f;
+		diag("--- to reproduce:\n$c->{setup_sql}\n$c->{create_sql}\n"
+			  . ($runner ? "SELECT ttl_runner();\n" : "-- then let the worker settle\n")
+			  . "SELECT * FROM ttl_index_stats WHERE table_name = '$c->{table}'::regclass;");
+	}
+	diag("=== $fail{runner}[0]") if $fail{runner};
+	ok(!%fail, "batch $b: $n cases (" . ($runner ? 'ttl_runner()' : 'worker')
+		  . ", helpers $helpers" . ($kill ? ', kill -9' : '') . ($lock ? ', locked rows' : '') . "), seed $seed");
+	# leave nothing for the next batch's passes
+	$node->psql('postgres', join("\n", map {
+		"DROP TABLE IF EXISTS $_->{table}_ref, $_->{table} CASCADE; DROP TABLE IF EXISTS $_->{table}_arch;" } @cases));
+}
+
+# snapshot_all(tables): table => id => row text, in one query
+sub snapshot_all
+{
+	my ($tables) = @_;
+	return {} unless @$tables;
+	my $q = join("\nUNION ALL\n", map { "SELECT '$_', id, coalesce(k::text, '<null>'), coalesce(extract(epoch FROM sd)::text, '<null>'),
+	   coalesce(note, '<null>'), coalesce(amount::text, '<null>'), coalesce(at0::text, '<null>'),
+	   coalesce(vc::text, '<null>'), coalesce(dom::text, '<null>'), tableoid::regclass FROM $_ WHERE id < 100000" } @$tables);
+	my $out = $node->safe_psql('postgres', "SET DateStyle = ISO; SET TimeZone = 'UTC'; SET extra_float_digits = 3;\n$q");
+	my %rows;
+	for my $l (split /\n/, $out)
+	{
+		my @f = split /\|/, $l, -1;
+		$rows{ $f[0] }{ $f[1] } = { k => $f[2], sd => $f[3], note => $f[4], amount => $f[5], at0 => $f[6],
+			vc => $f[7], dom => $f[8], part => $f[9] };
+	}
+	return \%rows;
+}
+
+# stats_all(tables): table => its ttl_index_stats figures
+sub stats_all
+{
+	my ($tables) = @_;
+	return {} unless @$tables;
+	my $st = $node->safe_psql('postgres', "SELECT table_name::text, passes, errors, rows_deleted, rows_archived,
+	rows_soft_deleted, rows_anonymized, rows_capped, rows_held, rows_skipped_locked,
+	coalesce(stalled, '<null>'), coalesce(last_error_sqlstate, '<null>'), partitions_dropped, skipped_locked
+  FROM ttl_index_stats WHERE table_name::text IN (" . join(', ', map { "'$_'" } @$tables) . ")");
+	my %all;
+	for my $l (split /\n/, $st)
+	{
+		my ($t, @v) = split /\|/, $l, -1;
+		my %s;
+		@s{qw(passes errors deleted archived soft anon capped held locked stalled sqlstate dropped skipped_locked)} = @v;
+		$all{$t} = \%s;
+	}
+	return \%all;
+}
+
+sub same_row
+{
+	my ($x, $y) = @_;
+	return join('|', map { $x->{$_} } qw(k sd note amount at0 vc dom)) eq
+	  join('|', map { $y->{$_} } qw(k sd note amount at0 vc dom));
+}
+
+sub rowtxt
+{
+	my ($x) = @_;
+	return defined $x ? join('|', map { "$_=$x->{$_}" } qw(k sd note amount at0 vc dom)) : '<absent>';
+}
+
+# check_case(case, t0, t1): the failures, and whether the policy has had
+# the passes the settle waits for
+sub check_case
+{
+	my ($c, $t0, $t1, $after, $arch, $sp) = @_;
+	my @f;
+	# a call the docs say must be refused, or one refused that must not be
+	if ($c->{create_err})
+	{
+		return ([ "ttl_create_index failed: $c->{create_err}" ], 1) unless $c->{must_refuse};
+		return ([], 1);
+	}
+	return ([ "ttl_create_index accepted what it must refuse: $c->{must_refuse}" ], 1) if $c->{must_refuse};
+	my $exp = OracleModel::expect($c, $t0, $t1);
+	push @f, "the policy is not in ttl_index_stats" unless $sp;
+	my %s = %{ $sp // {} };
+	my $policy_error = $c->{refuse} && ($c->{refuse} eq '42501' || $c->{refuse} eq 'mixed');
+	my ($gone, $capped_gone, $ambig_gone, $soft_n, $anon_n) = (0, 0, 0, 0, 0);
+	my ($held_go, $held_may, $waiting, $locked_left, $unrep) = (0, 0, 0, 0, 0);
+	my %dropped_part;
+	for my $r (@{ $c->{rows} })
+	{
+		my $id = $r->{id};
+		my $e = $exp->{$id};
+		my $b = $c->{before}{$id};
+		my $a = $after->{$id};
+		my $fate = $e->{fate};
+		# rows locked by another session may stay, and say so
+		if ($c->{locked}{$id} && $fate eq 'go')
+		{
+			$fate = 'may';
+			$locked_left++ if $a;
+		}
+		# a failure that is not about rows fails the policy's batches: its
+		# other expired rows may stay, and the failure is counted
+		$fate = 'may' if $policy_error && $fate eq 'go';
+		$held_go++ if $fate eq 'held' && $e->{age_fate} eq 'go';
+		$held_may++ if $fate eq 'held' && $e->{age_fate} eq 'may';
+		$waiting++ if $fate eq 'wait';
+		$unrep++ if $e->{unrepresentable} && $a;
+		if (!$a)
+		{
+			$gone++;
+			$capped_gone++ if $e->{why} eq 'capped';
+			$ambig_gone++ if $e->{why} eq 'capped or expired';
+			if ($c->{action} =~ /soft|anon/ || $fate =~ /^(stay|held|wait)$/)
+			{
+				push @f, "row $id is gone but must stay ($fate" . ($e->{why} ? ", $e->{why}" : '') . "): was " . rowtxt($b);
+			}
+			next;
+		}
+		my $changed = !same_row($a, $b);
+		if ($c->{action} eq 'soft_delete' && $changed)
+		{
+			$soft_n++;
+			my $want = $e->{sd};
+			# READING: a key past the ends of the timestamp range (a
+			# sentinel epoch) gets some soft-delete time; -infinity its own
+			my $close = !defined $want ? 0
+			  : $want eq '-inf' ? $a->{sd} eq '-Infinity'
+			  : $want eq '+inf' ? $a->{sd} eq 'Infinity'
+			  : abs($want) > 6e10 ? 1
+			  : $a->{sd} !~ /Infinity/ && abs($a->{sd} - $want) < 2e-6;
+			my $ok = $fate =~ /go|may/ && $b->{sd} eq '<null>' && $a->{sd} ne '<null>' && $close;
+			push @f, "row $id: soft-deleted to $a->{sd}, the model says $fate with expiry " . ($want // 'none') . ": was " . rowtxt($b)
+			  unless $ok;
+			next;
+		}
+		if ($c->{action} eq 'anonymize' && $changed)
+		{
+			$anon_n++;
+			my $ok = $fate =~ /go|may/;
+			for my $col (keys %{ $e->{set} })
+			{
+				my $w = $e->{set}{$col} // '<null>';
+				$ok = 0 if $a->{$col} ne $w;
+			}
+			for my $col (qw(k sd note amount at0 vc dom))
+			{
+				$ok = 0 if !exists $e->{set}{$col} && $a->{$col} ne $b->{$col};
+			}
+			push @f, "row $id: anonymized to " . rowtxt($a) . ", the model says $fate, with "
+			  . join(', ', map { "$_=" . ($e->{set}{$_} // '<null>') } sort keys %{ $e->{set} }) . "; was " . rowtxt($b)
+			  unless $ok;
+			next;
+		}
+		if ($changed)
+		{
+			push @f, "row $id changed: " . rowtxt($b) . ' -> ' . rowtxt($a);
+			next;
+		}
+		if ($fate eq 'go')
+		{
+			my $what = $c->{action} eq 'anonymize' ? 'not anonymized' : $c->{action} eq 'soft_delete' ? 'not soft-deleted' : 'still there';
+			push @f, "row $id is $what but must go ($e->{why}): " . rowtxt($a);
+		}
+	}
+	# the counters equal what left or changed in the table
+	my $ok_passes = ($s{passes} // 0) >= 2 || $waiting || ($s{errors} // 0) >= 2
+	  || !OracleModel::window_open($c, $t1);
+	if (!$c->{killed} && defined $s{passes})
+	{
+		my $part_rows = 0;
+		if (($s{dropped} // 0) > 0)
+		{
+			my %live = map { $_->{part} => 1 } values %$after;
+			my $parts = $node->safe_psql('postgres', "SELECT string_agg(c::regclass::text, ',') FROM pg_partition_tree('$c->{table}') p(c) WHERE isleaf");
+			my %exists = map { $_ => 1 } split /,/, ($parts // '');
+			for my $b (values %{ $c->{before} })
+			{
+				$part_rows++ if !$exists{ $b->{part} };
+			}
+		}
+		if ($c->{action} =~ /delete|archive/)
+		{
+			push @f, "rows_deleted $s{deleted}, while $gone rows left the table ($part_rows in dropped partitions)"
+			  unless $s{deleted} + $part_rows == $gone;
+			push @f, "rows_capped $s{capped}, while $capped_gone rows went for the cap before they expired"
+			  . ($ambig_gone ? " (and $ambig_gone that were expiring)" : '')
+			  unless $s{capped} >= $capped_gone && $s{capped} <= $capped_gone + $ambig_gone;
+		}
+		else
+		{
+			push @f, "rows_deleted $s{deleted} for a policy that keeps its rows, $gone gone" if $s{deleted} || $gone;
+		}
+		if ($c->{action} eq 'archive')
+		{
+			my @lost = grep { !$after->{$_} && !$arch->{$_} } keys %{ $c->{before} };
+			my @twice = grep { $after->{$_} && $arch->{$_} } keys %{ $c->{before} };
+			push @f, "rows neither in the table nor in the archive: @lost" if @lost;
+			push @f, "rows both in the table and in the archive: @twice" if @twice;
+			push @f, "rows_archived $s{archived}, while the archive holds " . scalar(keys %$arch)
+			  unless $s{archived} == scalar(keys %$arch);
+		}
+		push @f, "rows_soft_deleted $s{soft}, while $soft_n rows were soft-deleted" unless $s{soft} == $soft_n;
+		push @f, "rows_anonymized $s{anon}, while $anon_n rows were anonymized" unless $s{anon} == $anon_n;
+		# held rows are explained, with the right reason
+		if (!$policy_error && $held_go && !$held_may && $ok_passes)
+		{
+			push @f, "rows_held $s{held}, while $held_go expired rows are refused or referenced"
+			  . ($unrep ? " (and $unrep may be held: no soft-delete time fits them)" : '')
+			  unless $s{held} >= $held_go && $s{held} <= $held_go + $unrep;
+		}
+		# (with a foreign partition whose server is down, its 08001 may be the last error)
+		if ($policy_error && $held_go && ($s{errors} == 0 || $s{sqlstate} !~ /^(42501|P0001)$/)
+			&& !($c->{shape} eq 'foreign' && $s{sqlstate} eq '08001'))
+		{
+			push @f, "a policy-failing refusal is not counted: errors $s{errors}, sqlstate $s{sqlstate}";
+		}
+		# stalled is the worker's (its last pass): not checked after ttl_runner()
+		if ($waiting && !$c->{runner} && $s{stalled} ne 'waiting for its purge window')
+		{
+			push @f, "$waiting expired rows wait for a closed window, and stalled says '$s{stalled}'";
+		}
+		if ($locked_left && $s{locked} == 0 && $s{skipped_locked} == 0 && $s{stalled} ne 'locked rows')
+		{
+			push @f, "$locked_left locked rows stay, and neither rows_skipped_locked nor stalled says so";
+		}
+	}
+	$c->{gone_count} = $c->{action} eq 'anonymize' ? 0 : $gone + $soft_n;
+	$c->{anon_count} = $anon_n;
+	return (\@f, $ok_passes || $c->{runner});
+}

@@ -31,12 +31,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use File::Path;
 
 my $root = "$FindBin::RealBin/../..";
 my @pages = ('README.md', 'CONTRIBUTING.md', map { s{^\Q$root\E/}{}r } sort glob("$root/docs/*.md"));
 
 my $node = TtlIndex::node('docs', 'ttl_index.naptime = 1', 'ttl_index.stalled_after = 0',
-	"timezone = 'UTC'", "lc_messages = 'C'");
+	"timezone = 'UTC'", "lc_messages = 'C'",
+	# README.md and operations.md decode the worker's deletes
+	'wal_level = logical');
 
 # blocks(page): the page's examples, each with its line, lines and directives
 sub blocks
@@ -86,24 +89,49 @@ sub is_statement_start
 	  || $l =~ /^\\/ || $l =~ /^--/;
 }
 
-# split_block(lines): the statements a reader types, as one script
+# split_block(lines): the statements a reader types, as one script.  A
+# statement ends at a semicolon outside a dollar-quoted body, or at a
+# meta-command that sends it (\g, \gexec, \gx, \gset); what psql echoes
+# of the statements \gexec runs (lines without a semicolon) is output.
 sub split_block
 {
 	my @lines = @_;
-	my ($script, $open) = ('', 0);
+	my ($script, $open, $dollar, $gexec) = ('', 0, undef, 0);
 	for my $l (@lines)
 	{
 		if (!$open && is_statement_start($l))
 		{
+			next if $gexec && $l !~ /^\\/ && $l !~ /^--/ && $l !~ /;\s*(--.*)?$/;
+			$gexec = 0;
 			$script .= "$l\n";
-			$open = !($l =~ /;\s*(--.*)?$/ || $l =~ /^\\/ || $l =~ /^--/);
-			next;
+			$dollar = undef;
+			$open = 1;
+			$open = 0 if $l =~ /^\\/ || $l =~ /^--/;
 		}
-		if ($open)
+		elsif ($open)
 		{
 			$script .= "$l\n";
-			$open = 0 if $l =~ /;\s*(--.*)?$/;
 		}
+		else
+		{
+			next;
+		}
+		next if !$open;
+		# dollar quotes opened and closed on this line
+		my $rest = $l;
+		while ($rest =~ /(\$[A-Za-z_]*\$)/g)
+		{
+			my $tag = $1;
+			if (!defined $dollar) { $dollar = $tag; }
+			elsif ($dollar eq $tag) { $dollar = undef; }
+		}
+		next if defined $dollar;
+		if ($l =~ /\\g(exec|x|set)?\b[^;]*$/)
+		{
+			$open = 0;
+			$gexec = 1 if $1 && $1 eq 'exec';
+		}
+		$open = 0 if $l =~ /;\s*(--.*)?$/;
 	}
 	return $script;
 }
@@ -144,6 +172,9 @@ sub wait_true
 	return 0;
 }
 
+# the .want and .got files of this run only
+File::Path::rmtree("${PostgreSQL::Test::Utils::tmp_check}/docs");
+
 my $n = 0;
 for my $page (@pages)
 {
@@ -167,7 +198,7 @@ for my $page (@pages)
 		}
 		my $script = split_block(@{ $b->{lines} });
 		my ($stdout, $stderr);
-		IPC::Run::run([ 'psql', '-X', '-a', '-q', '-h', $node->host, '-p', $node->port,
+		IPC::Run::run([ 'psql', '-X', '-a', '-h', $node->host, '-p', $node->port,
 			'-d', $db ], '<', \$script, '>&', \$stdout);
 		my $want = normalize(join("\n", @{ $b->{lines} }));
 		my $got = normalize($stdout);

@@ -10,7 +10,8 @@
 # calls a page lists) is not an example of output and is not run.
 #
 # The comparison masks what changes from run to run: timestamps, pids,
-# durations below a minute, and column widths (runs of spaces and of
+# durations below a minute, a zone's UTC offset "now" (it follows
+# daylight-saving time), and column widths (runs of spaces and of
 # dashes count as one).  An HTML comment on the line before a block, which
 # a reader of the page does not see, says what the page leaves to the
 # prose:
@@ -146,6 +147,8 @@ sub normalize
 		$l =~ s/\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?([+-]\d\d(:\d\d)?)?( [A-Z]{3,4})?/<timestamp>/g;
 		$l =~ s/\b(pid|worker_pid)\b(\s*[=:]\s*)\d+/$1$2<pid>/g;
 		$l =~ s/\b00:00:\d\d(\.\d+)?\b/<seconds>/g;
+		# a zone's offset on the day of the run (daylight-saving time)
+		$l =~ s/\(UTC[+-]\d\d:\d\d now\)/(UTC<offset> now)/g;
 		$l =~ s/\s+$//;
 		$l =~ s/^\s+//;
 		$l =~ s/-{2,}/--/g;

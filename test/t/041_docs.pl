@@ -3,7 +3,8 @@
 # compared with what the page shows.
 #
 # An example is a fenced block that shows psql's output (a "(N rows)"
-# footer or a command tag such as "CREATE TABLE"): its statements are the
+# footer, a command tag such as "CREATE TABLE", a table's header rule or
+# an expanded display's "-[ RECORD 1 ]"): its statements are the
 # lines that are not output, run with psql -a as a reader would type them,
 # in a database of the page's own, one block after another, so that a block
 # sees what the page's earlier blocks made.  A block without output (the
@@ -69,7 +70,12 @@ sub blocks
 			else
 			{
 				$in = 0;
-				push @blocks, $cur if grep { /^\(\d+ rows?\)$/ || /^(CREATE|INSERT|UPDATE|DELETE|ALTER|DROP|SET)( [A-Z]+)*( \d+)*$/ } @{ $cur->{lines} };
+				push @blocks, $cur if grep {
+					/^\(\d+ rows?\)$/
+					  || /^(CREATE|INSERT|UPDATE|DELETE|ALTER|DROP|SET)( [A-Z]+)*( \d+)*$/
+					  # a result shown without its footer, or in expanded display
+					  || /^-{3,}(\+-+)*\s*$/ || /^-\[ RECORD \d+ \]/
+				} @{ $cur->{lines} };
 			}
 			@directives = ();
 			next;

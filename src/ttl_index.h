@@ -854,9 +854,9 @@ extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass,
 extern void ttl_slot_batch_end(TtlPass *pass);
 extern void ttl_slot_record_death(int32 policy_id, int sqlerrcode,
 								  const char *message);
-extern bool ttl_slot_death(int32 *policy_id, int *sqlerrcode, char *message,
-						   Size len, int *count);
-extern void ttl_slot_forget_death(void);
+struct TtlDeath;				/* shmem.h */
+extern int	ttl_slot_deaths(struct TtlDeath *deaths);
+extern void ttl_slot_forget_death(int32 policy_id);
 
 /* backends */
 extern void ttl_shmem_wake_database(Oid dboid);

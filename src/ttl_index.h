@@ -683,9 +683,11 @@ extern TtlProbeResult ttl_probe_from(TtlPolicy *policy, TtlTarget *t,
 									 bool have_from, Datum from,
 									 TimestampTz *expires_at);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+extern bool ttl_probe_runs_owner_code(TtlPolicy *policy);
 extern TtlProbeResult ttl_probe_oldest_for_reader(TtlPolicy *policy,
 												  TimestampTz *expires_at,
-												  bool *user_code);
+												  bool *user_code,
+												  char **error);
 extern RegProcedure ttl_btree_proc(Relation irel, Oid typid, uint16 strategy);
 
 /* ----------

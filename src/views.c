@@ -9,8 +9,12 @@
  * the backlog of each policy at query time: the oldest row's expiry from
  * its index (probe.c) and an estimate from the planner statistics
  * (backlog.c).  The figures do not depend on the reader's session: the
- * expiry rules use the server's TimeZone, and a filter is parsed in the
- * pinned parse environment and evaluated as the table's owner.  Who may
+ * expiry rules use the server's TimeZone.  No owner's code runs in the
+ * reader's session, and no policy can make a view fail: a policy with a
+ * filter or set_columns (expressions its owner wrote) is not looked at,
+ * its figures are what the worker's last pass recorded (stats.c), and a
+ * look that fails leaves its policy's figures NULL; backlog_reason says
+ * why a figure is NULL or where it comes from.  Who may
  * see what: `last_error` (error messages can quote row values), `lag`,
  * `expired_estimate` and `next_expiry` (they reveal the data's
  * distribution) only members of the table's owning role and of
@@ -36,7 +40,8 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		27
+#define TTL_STATS_COLS		28
+#define TTL_STATS_COLS_1_4_0 27		/* 1.4 before backlog_reason */
 #define TTL_STATS_COLS_1_3	24
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
@@ -70,39 +75,52 @@ ttl_views_may_see(Oid relid)
 /*
  * ttl_views_backlog
  *		lag, expired_estimate and next_expiry of a policy, into values[i..]
- *		and nulls[i..]; returns the next column.
+ *		and nulls[i..]; returns the next column.  *reason: why one of them is
+ *		NULL, or where they come from when not from the table now (NULL when
+ *		they are read from the table now).
  */
 static int
 ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
-				  Datum *values, bool *nulls, int i)
+				  Datum *values, bool *nulls, int i, const char **reason)
 {
 	TimestampTz expires_at;
 	double		estimate;
 	TtlHealth	h;
-	TtlProbeResult probed = TTL_PROBE_UNKNOWN;
+	TtlProbeResult probed;
 	bool		user_code = false;
+	char	   *error = NULL;
 
-	if (may_see)
-		probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code);
+	*reason = NULL;
+	if (!may_see)
+	{
+		*reason = "the backlog is shown to members of the table's owning role and of pg_read_all_stats";
+		nulls[i++] = true;
+		nulls[i++] = true;
+		nulls[i++] = true;
+		return i;
+	}
+	probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code, &error);
 
 	/*
-	 * A filter that calls the owner's code is never run in the reader's
-	 * session (a reader's settings, cancels and transaction are none of
-	 * the owner's business): what the worker's last pass saw stands in for
-	 * the probe.
+	 * A filter or set_columns is the owner's code, never run in the reader's
+	 * session (a reader's settings, cancels and transaction are none of the
+	 * owner's business, and the owner's code could end the session): what
+	 * the worker's last pass saw stands in for the look.
 	 */
 	if (user_code)
 	{
 		Interval   *lag;
 
-		if (!may_see || !ttl_stats_health(MyDatabaseId, p->id, &h) ||
+		if (!ttl_stats_health(MyDatabaseId, p->id, &h) ||
 			h.oldest_expiry == DT_NOBEGIN)
 		{
+			*reason = "the policy's filter or set_columns is its owner's code, which the view does not run, and no pass of the worker has recorded the backlog yet";
 			nulls[i++] = true;
 			nulls[i++] = true;
 			nulls[i++] = true;
 			return i;
 		}
+		*reason = "from the worker's last pass: the policy's filter or set_columns is its owner's code, which the view does not run";
 		lag = palloc0(sizeof(Interval));
 		if (h.oldest_expiry != 0 && h.oldest_expiry < now)
 			lag->time = now - h.oldest_expiry;
@@ -139,7 +157,10 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 				else if (ttl_backlog_estimate(p, now, &estimate))
 					values[i++] = Int64GetDatum(Max((int64) (estimate + 0.5), 1));
 				else
+				{
+					*reason = "expired_estimate: the planner's statistics cannot tell (a table never analyzed, a partitioned table, a per-row TTL or a soft delete)";
 					nulls[i++] = true;
+				}
 				if (TIMESTAMP_NOT_FINITE(expires_at))
 					nulls[i] = true;
 				else
@@ -153,6 +174,10 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 			nulls[i++] = true;
 			break;
 		case TTL_PROBE_UNKNOWN:
+			if (error != NULL)
+				*reason = psprintf("the policy's rows could not be read: %s", error);
+			else
+				*reason = "the policy's rows could not be read now: its table is locked, gone or without a usable index";
 			nulls[i++] = true;
 			nulls[i++] = true;
 			nulls[i++] = true;
@@ -211,7 +236,8 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_3 &&
+	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_4_0 &&
+		natts != TTL_STATS_COLS_1_3 &&
 		natts != TTL_STATS_COLS_1_2 &&
 		natts != TTL_STATS_COLS_1_1 && natts != TTL_STATS_COLS_1_0)
 		elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
@@ -227,6 +253,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		Datum		values[TTL_STATS_COLS];
 		bool		nulls[TTL_STATS_COLS];
 		bool		may_see;
+		const char *reason;
 		int			i = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -262,7 +289,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			spent->time = (int64) (c.time_spent_ms * 1000.0);
 			values[i++] = IntervalPGetDatum(spent);
 		}
-		i = ttl_views_backlog(p, may_see, now, values, nulls, i);
+		i = ttl_views_backlog(p, may_see, now, values, nulls, i, &reason);
 		if (c.stats_reset != 0)
 			values[i] = TimestampTzGetDatum(c.stats_reset);
 		else
@@ -284,6 +311,11 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		values[i++] = Int64GetDatum(c.rows_capped);
 		values[i++] = Int64GetDatum(c.rows_anonymized);
 		i = ttl_views_window(p, now, values, nulls, i);
+		if (reason != NULL)
+			values[i] = CStringGetTextDatum(reason);
+		else
+			nulls[i] = true;
+		i++;
 		Assert(i == TTL_STATS_COLS);
 
 		/*

@@ -766,6 +766,7 @@ ttl_slot_record_death(int32 policy_id, int sqlerrcode, const char *message)
 	d->policy_id = policy_id;
 	d->code = sqlerrcode;
 	d->at = GetCurrentTimestamp();
+	d->reported = false;
 	ttl_clip_copy(d->message, message, sizeof(d->message));
 	LWLockRelease(SlotsLock);
 }
@@ -775,7 +776,8 @@ ttl_slot_record_death(int32 policy_id, int sqlerrcode, const char *message)
  *		A copy of the records ttl_slot_record_death left (up to
  *		TTL_MAX_DEATHS into deaths[]): the policies whose batch was in
  *		flight when a worker ended, the error, and how many times in a row.
- *		Returns how many.  Each is kept until ttl_slot_forget_death.
+ *		Returns how many.  Each is kept until ttl_slot_forget_death, and
+ *		marked reported: the caller logs and counts those not reported yet.
  */
 int
 ttl_slot_deaths(TtlDeath *deaths)
@@ -784,11 +786,14 @@ ttl_slot_deaths(TtlDeath *deaths)
 
 	if (MySlot == NULL)
 		return 0;
-	LWLockAcquire(SlotsLock, LW_SHARED);
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
 	for (int i = 0; i < TTL_MAX_DEATHS; i++)
 	{
 		if (MySlot->deaths[i].policy_id != 0)
+		{
 			deaths[n++] = MySlot->deaths[i];
+			MySlot->deaths[i].reported = true;
+		}
 	}
 	LWLockRelease(SlotsLock);
 	return n;

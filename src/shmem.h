@@ -83,6 +83,7 @@ typedef struct TtlDeath
 	int			code;			/* its SQLSTATE */
 	int			count;			/* in a row for that policy */
 	TimestampTz at;				/* the last time */
+	bool		reported;		/* a worker has logged and counted it */
 	char		message[128];
 } TtlDeath;
 

@@ -1551,7 +1551,8 @@ ttl_worker_emit_log(ErrorData *edata)
  * ttl_worker_apply_death
  *		After a reload: each policy whose batch ended a worker (see
  *		PendingDeaths) rests ttl_index.error_delay, doubled for each time in
- *		a row, up to ten minutes; each failure is logged and counted once.
+ *		a row, up to ten minutes; each failure is logged and counted once,
+ *		by the first worker that reads it.
  */
 static void
 ttl_worker_apply_death(void)
@@ -1574,14 +1575,18 @@ ttl_worker_apply_death(void)
 
 			if (e->policy.id != death->policy_id)
 				continue;
-			ereport(LOG,
-					(errcode(death->code),
-					 errmsg("ttl_index: the worker ended during a batch of the policy on table OID %u, column %s, which rests " INT64_FORMAT " s (SQLSTATE %s): %s",
-							e->policy.relid, e->policy.column_name, rest_s,
-							unpack_sql_state(death->code), death->message)));
-			ttl_stats_count_error(MyDatabaseId, &e->policy, death->code,
-								  psprintf("the worker ended during a batch: %s",
-										   death->message));
+			/* every new worker rests it; the first logs and counts it */
+			if (!death->reported)
+			{
+				ereport(LOG,
+						(errcode(death->code),
+						 errmsg("ttl_index: the worker ended during a batch of the policy on table OID %u, column %s, which rests " INT64_FORMAT " s (SQLSTATE %s): %s",
+								e->policy.relid, e->policy.column_name, rest_s,
+								unpack_sql_state(death->code), death->message)));
+				ttl_stats_count_error(MyDatabaseId, &e->policy, death->code,
+									  psprintf("the worker ended during a batch: %s",
+											   death->message));
+			}
 			ttl_pass_end(e->pass);
 			e->pass = NULL;
 			e->retry_after = TimestampTzPlusMilliseconds(now, rest_s * 1000);

@@ -26,9 +26,9 @@
  * at: its target is not even resolved, since resolving parses them.  The
  * others' looks run nothing but the server's code (a btree of the key
  * type's default operator class, visibility checks, a NULL test for a
- * soft-deleted row), each in a subtransaction, so that a broken policy
- * makes its own figures NULL, with the error as the reason, and never
- * fails the view.
+ * soft-deleted row); the view runs each policy's in a subtransaction, so
+ * that a broken policy makes its own figures NULL, with the error as the
+ * reason, and never fails the view.
  *
  * ttl_probe_oldest starts past the known-dead prefix the worker published
  * for the target (skip.c, stats.c): the entries of rows deleted while an
@@ -326,46 +326,28 @@ ttl_probe_runs_owner_code(TtlPolicy *policy)
  *		ttl_probe_oldest for a view, in the reader's session (see the top of
  *		the file).  A policy whose look would run its owner's code is not
  *		looked at: TTL_PROBE_UNKNOWN with *user_code set, and the caller
- *		takes what the worker's last pass saw instead.  A look that fails
- *		is TTL_PROBE_UNKNOWN with *error set to its message (in the current
- *		memory context), never the caller's error.
+ *		takes what the worker's last pass saw instead.  The caller runs it
+ *		in a subtransaction (views.c): a look that fails is the policy's.
  */
 TtlProbeResult
 ttl_probe_oldest_for_reader(TtlPolicy *policy, TimestampTz *expires_at,
-							bool *user_code, char **error)
+							bool *user_code)
 {
-	volatile TtlProbeResult result = TTL_PROBE_UNKNOWN;
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	TtlProbeResult result;
 
-	*error = NULL;
 	*user_code = ttl_probe_runs_owner_code(policy);
 	if (*user_code)
 		return TTL_PROBE_UNKNOWN;
 
-	/* the whole look in a subtransaction: its error is the policy's */
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
 	ReaderProbe = true;
 	PG_TRY();
 	{
 		result = ttl_probe_oldest(policy, expires_at);
-		ReaderProbe = false;
-		ReleaseCurrentSubTransaction();
 	}
-	PG_CATCH();
+	PG_FINALLY();
 	{
-		/* a cancel or a shutdown is the reader's, not the policy's: rethrown */
-		ErrorData  *edata;
-
 		ReaderProbe = false;
-		edata = ttl_error_catch_subxact(cxt, owner);
-		*error = pstrdup(edata->message);
-		FreeErrorData(edata);
-		result = TTL_PROBE_UNKNOWN;
 	}
 	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
 	return result;
 }

@@ -686,8 +686,7 @@ extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_a
 extern bool ttl_probe_runs_owner_code(TtlPolicy *policy);
 extern TtlProbeResult ttl_probe_oldest_for_reader(TtlPolicy *policy,
 												  TimestampTz *expires_at,
-												  bool *user_code,
-												  char **error);
+												  bool *user_code);
 extern RegProcedure ttl_btree_proc(Relation irel, Oid typid, uint16 strategy);
 
 /* ----------

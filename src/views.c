@@ -27,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -34,6 +35,7 @@
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/resowner.h"
 #include "utils/typcache.h"
 #include "catalog/pg_type.h"
 
@@ -88,7 +90,6 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 	TtlHealth	h;
 	TtlProbeResult probed;
 	bool		user_code = false;
-	char	   *error = NULL;
 
 	*reason = NULL;
 	if (!may_see)
@@ -99,7 +100,7 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 		nulls[i++] = true;
 		return i;
 	}
-	probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code, &error);
+	probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code);
 
 	/*
 	 * A filter or set_columns is the owner's code, never run in the reader's
@@ -174,16 +175,58 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 			nulls[i++] = true;
 			break;
 		case TTL_PROBE_UNKNOWN:
-			if (error != NULL)
-				*reason = psprintf("the policy's rows could not be read: %s", error);
-			else
-				*reason = "the policy's rows could not be read now: its table is locked, gone or without a usable index";
+			*reason = "the policy's rows could not be read now: its table is locked, gone or without a usable index";
 			nulls[i++] = true;
 			nulls[i++] = true;
 			nulls[i++] = true;
 			break;
 	}
 	return i;
+}
+
+/*
+ * ttl_views_backlog_guarded
+ *		ttl_views_backlog in a subtransaction: an error in reading one
+ *		policy's backlog (a broken policy) makes that policy's three figures
+ *		NULL, with the error as the reason, and never fails the view.  A
+ *		cancel or a shutdown is the reader's, and is thrown again.
+ */
+static int
+ttl_views_backlog_guarded(TtlPolicy *p, bool may_see, TimestampTz now,
+						  Datum *values, bool *nulls, int i, const char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool failed = false;
+	const char *volatile failure = NULL;
+
+	if (!may_see)
+		return ttl_views_backlog(p, may_see, now, values, nulls, i, reason);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		(void) ttl_views_backlog(p, may_see, now, values, nulls, i, reason);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
+
+		failure = psprintf("the policy's rows could not be read: %s", edata->message);
+		FreeErrorData(edata);
+		failed = true;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (failed)
+	{
+		*reason = failure;
+		nulls[i] = nulls[i + 1] = nulls[i + 2] = true;
+	}
+	return i + 3;
 }
 
 /*
@@ -289,7 +332,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			spent->time = (int64) (c.time_spent_ms * 1000.0);
 			values[i++] = IntervalPGetDatum(spent);
 		}
-		i = ttl_views_backlog(p, may_see, now, values, nulls, i, &reason);
+		i = ttl_views_backlog_guarded(p, may_see, now, values, nulls, i, &reason);
 		if (c.stats_reset != 0)
 			values[i] = TimestampTzGetDatum(c.stats_reset);
 		else

@@ -26,8 +26,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TtlIndex;
 
+# a worker slot for every database: no database waits for its turn, so a
+# worker that ends does so because of a policy
 my $node = TtlIndex::node('hostile', 'ttl_index.error_delay = 60',
-	'ttl_index.batch_time = 10ms', 'ttl_index.batch_timeout = 1000');
+	'ttl_index.batch_time = 10ms', 'ttl_index.batch_timeout = 1000',
+	'ttl_index.max_workers = 8', 'max_worker_processes = 16');
 sub sql { return $node->safe_psql($_[0], $_[1]); }
 
 # The bound bob's rows must go within, the same for 3 and 6 hostile

@@ -821,8 +821,11 @@ DROP VIEW @extschema@.ttl_index_stats;
 DROP FUNCTION @extschema@.ttl_index_citus_nodes();
 
 -- The counters gain rows_capped (deleted beyond max_rows before they
--- expired), rows_anonymized, and next_window: the purge window the policy
--- is in, or the next one (NULL without windows).
+-- expired), rows_anonymized, next_window: the purge window the policy
+-- is in, or the next one (NULL without windows), and backlog_reason: why
+-- lag, expired_estimate or next_expiry is NULL, or that they are the
+-- worker's last pass's (a policy whose filter or set_columns is its
+-- owner's code: the views never run it in the reader's session).
 DROP FUNCTION @extschema@.ttl_index_policy_stats();
 CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT policy_id integer,
@@ -851,7 +854,8 @@ CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT falling_behind boolean,
 	OUT rows_capped bigint,
 	OUT rows_anonymized bigint,
-	OUT next_window tstzrange)
+	OUT next_window tstzrange,
+	OUT backlog_reason text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
@@ -967,7 +971,8 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   p.max_rows,
 		   coalesce(s.rows_capped, 0) AS rows_capped,
 		   p.set_columns,
-		   coalesce(s.rows_anonymized, 0) AS rows_anonymized
+		   coalesce(s.rows_anonymized, 0) AS rows_anonymized,
+		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id

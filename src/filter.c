@@ -43,8 +43,10 @@
 #include "postgres.h"
 
 #include "catalog/dependency.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
+#include "miscadmin.h"
 #include "commands/extension.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -288,10 +290,26 @@ ttl_filter_function_signature(Oid funcid)
 Oid
 ttl_filter_function_lookup(const char *signature)
 {
+	Oid			save_userid;
+	int			save_sec_context;
+	Oid			result;
+
 	/* a signature, never an OID, which would mean another function elsewhere */
 	if (strchr(signature, '(') == NULL)
 		return InvalidOid;
-	return ttl_regprocedure_lookup(signature);
+
+	/*
+	 * A name looked up in the catalog, whoever reads the policies: a reader
+	 * of the views who may not use the schema of another owner's function
+	 * must not fail on it (nor the worker on an owner's private schema).
+	 * Resolving the name runs no user code.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	result = ttl_regprocedure_lookup(signature);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return result;
 }
 
 /*

@@ -322,6 +322,24 @@ ttl_launcher_backoff_ms(int failures)
 }
 
 /*
+ * ttl_launcher_policy_death
+ *		Whether the worker of a slot, started at slot->last_start, ended
+ *		during a batch of a policy (ttl_slot_record_death).  The caller holds
+ *		the slots lock.
+ */
+static bool
+ttl_launcher_policy_death(TtlDbSlot *slot)
+{
+	for (int i = 0; i < TTL_MAX_DEATHS; i++)
+	{
+		if (slot->deaths[i].policy_id != 0 &&
+			slot->deaths[i].at >= slot->last_start)
+			return true;
+	}
+	return false;
+}
+
+/*
  * ttl_launcher_stopped
  *		Notice a worker that has stopped.  The caller holds the slots lock.
  */
@@ -346,8 +364,13 @@ ttl_launcher_stopped(int i, TtlDbSlot *slot, TimestampTz now)
 	slot->worker_running = false;
 	slot->pid = 0;
 	slot->latch = NULL;
-	/* a turn that ended on request is no failure */
+	/*
+	 * A turn that ended on request is no failure, nor one that ended during
+	 * a batch of a policy: the next worker rests that policy (worker.c), and
+	 * waiting longer for each such policy would stall the others' more.
+	 */
 	if (slot->has_extension && !slot->turn_over &&
+		!ttl_launcher_policy_death(slot) &&
 		!TimestampDifferenceExceeds(slot->last_start, now, TTL_HEALTHY_RUN_MS))
 		slot->failures++;
 	else

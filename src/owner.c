@@ -484,6 +484,53 @@ ttl_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 }
 
 /*
+ * ttl_owner_check_exit_on_error
+ *		Check hook of exit_on_error in a worker or a helper process: off
+ *		only.  Owner code that sets it (SET, set_config(), a function's SET
+ *		clause) gets an error, which fails its own batch, instead of
+ *		turning that batch's next error into the end of the process and
+ *		stalling every other owner's policies in the database.
+ */
+static bool
+ttl_owner_check_exit_on_error(bool *newval, void **extra, GucSource source)
+{
+	if (!*newval)
+		return true;
+	GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
+	GUC_check_errdetail("The ttl_index worker runs table owners' code with exit_on_error off.");
+	return false;
+}
+
+/*
+ * ttl_owner_guard_exit_on_error
+ *		Give this process's exit_on_error the check hook above (it has none
+ *		of its own).  exit_on_error is a user setting: pinning it off when a
+ *		batch starts (ttl_owner_enter) does not stop the owner's code from
+ *		setting it on again, and then its next error would end the process
+ *		(elog.c promotes ERROR to FATAL).  Only this process's copy of the
+ *		setting's definition is changed.
+ */
+static void
+ttl_owner_guard_exit_on_error(void)
+{
+	struct config_generic **vars;
+	int			nvars;
+
+	vars = ttl_guc_variables(&nvars);
+	for (int i = 0; i < nvars; i++)
+	{
+		if (vars[i]->vartype == PGC_BOOL &&
+			pg_strcasecmp(vars[i]->name, "exit_on_error") == 0)
+		{
+			((struct config_bool *) vars[i])->check_hook =
+				ttl_owner_check_exit_on_error;
+			return;
+		}
+	}
+	elog(ERROR, "setting \"exit_on_error\" not found");
+}
+
+/*
  * ttl_pin_process_settings
  *		The settings of a worker or a helper process, pinned as autovacuum
  *		does: whatever ALTER DATABASE or ALTER ROLE says, the process's own
@@ -493,6 +540,8 @@ ttl_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 void
 ttl_pin_process_settings(const char *application_name)
 {
+	ttl_owner_guard_exit_on_error();
+	SetConfigOption("exit_on_error", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);

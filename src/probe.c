@@ -16,9 +16,19 @@
  * per policy until its end would overflow the lock table with thousands of
  * policies.  Where the policy has a filter, the filter is the owner's code:
  * it is evaluated as the owner (owner.c), in a subtransaction, so that an
- * error in it makes that policy's figures NULL instead of failing the view;
- * a query cancel still cancels the view.  Without a filter no user code
- * runs and no subtransaction is needed.
+ * error in it makes that policy's figures NULL instead of failing the
+ * caller; a query cancel still cancels it.
+ *
+ * The views (ttl_probe_oldest_for_reader) never get that far: they run in
+ * a reader's session, where the owner's code must not run at all (it could
+ * read or end the session: DESIGN.md traps 10, 15, 23).  A policy with a
+ * filter or set_columns (the expressions its owner wrote) is not looked
+ * at: its target is not even resolved, since resolving parses them.  The
+ * others' looks run nothing but the server's code (a btree of the key
+ * type's default operator class, visibility checks, a NULL test for a
+ * soft-deleted row); the view runs each policy's in a subtransaction, so
+ * that a broken policy makes its own figures NULL, with the error as the
+ * reason, and never fails the view.
  *
  * ttl_probe_oldest starts past the known-dead prefix the worker published
  * for the target (skip.c, stats.c): the entries of rows deleted while an
@@ -60,9 +70,8 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-/* a view's probe: filters that run user code are not evaluated */
+/* a view's probe (checked: it never resolves the owner's expressions) */
 static bool ReaderProbe = false;
-static bool ReaderFoundUserCode = false;
 
 /* how many index entries a look reads past rows the filter rejects */
 #define TTL_PROBE_MAX_ROWS		1000
@@ -184,16 +193,12 @@ ttl_probe_look(TtlPolicy *policy, TtlTarget *t, TimestampTz *expires_at)
 		return TTL_PROBE_UNKNOWN;
 	}
 
+	/* a reader's look never resolves the owner's expressions (see above) */
+	Assert(!ReaderProbe || !ttl_probe_runs_owner_code(policy));
 	if (as_owner)
 		ttl_owner_enter(ttl_table_owner(policy->relid), &save);
 	resolved = ttl_target_resolve(policy, t, rel) == TTL_RESOLVE_OK;
-	if (resolved && ReaderProbe && t->filter != NULL &&
-		ttl_filter_runs_user_code((Node *) copyObject(t->filter)))
-	{
-		/* not in a reader's session (see ttl_probe_oldest_for_reader) */
-		ReaderFoundUserCode = true;
-	}
-	else if (resolved && ConditionalLockRelationOid(t->indexoid, AccessShareLock))
+	if (resolved && ConditionalLockRelationOid(t->indexoid, AccessShareLock))
 	{
 		EState	   *estate = NULL;
 		ExprState  *filter = NULL;
@@ -305,13 +310,23 @@ ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at)
 }
 
 /*
+ * ttl_probe_runs_owner_code
+ *		Whether a look at the policy's rows would parse or run expressions
+ *		its owner wrote: a filter, set_columns (anonymize).
+ */
+bool
+ttl_probe_runs_owner_code(TtlPolicy *policy)
+{
+	return policy->filter != NULL || policy->action == TTL_ACTION_ANONYMIZE;
+}
+
+/*
  * ttl_probe_oldest_for_reader
- *		ttl_probe_oldest for a view, in the reader's session: a filter that
- *		would run code other than the server's (the owner's functions) is
- *		not evaluated there, where that code could read the reader's
- *		session, outlast its cancels or leave a cursor in its transaction.
- *		Then TTL_PROBE_UNKNOWN with *user_code set: the caller takes what
- *		the worker's last pass saw instead.
+ *		ttl_probe_oldest for a view, in the reader's session (see the top of
+ *		the file).  A policy whose look would run its owner's code is not
+ *		looked at: TTL_PROBE_UNKNOWN with *user_code set, and the caller
+ *		takes what the worker's last pass saw instead.  The caller runs it
+ *		in a subtransaction (views.c): a look that fails is the policy's.
  */
 TtlProbeResult
 ttl_probe_oldest_for_reader(TtlPolicy *policy, TimestampTz *expires_at,
@@ -319,8 +334,11 @@ ttl_probe_oldest_for_reader(TtlPolicy *policy, TimestampTz *expires_at,
 {
 	TtlProbeResult result;
 
+	*user_code = ttl_probe_runs_owner_code(policy);
+	if (*user_code)
+		return TTL_PROBE_UNKNOWN;
+
 	ReaderProbe = true;
-	ReaderFoundUserCode = false;
 	PG_TRY();
 	{
 		result = ttl_probe_oldest(policy, expires_at);
@@ -330,8 +348,5 @@ ttl_probe_oldest_for_reader(TtlPolicy *policy, TimestampTz *expires_at,
 		ReaderProbe = false;
 	}
 	PG_END_TRY();
-	*user_code = ReaderFoundUserCode;
-	if (*user_code)
-		result = TTL_PROBE_UNKNOWN;
 	return result;
 }

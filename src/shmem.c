@@ -733,65 +733,87 @@ ttl_clip_copy(char *dst, const char *src, Size size)
 /*
  * ttl_slot_record_death
  *		The worker is ending with a FATAL error during a batch of this policy
- *		(worker.c): leave it for the worker that replaces it.  Called from
- *		the error reporting of the ending process, which never holds the
- *		slots lock there (nothing raises an error under it).
+ *		(worker.c): leave it for the workers that replace it, beside the
+ *		records of the other policies that ended one (see TtlDeath).  Called
+ *		from the error reporting of the ending process, which never holds
+ *		the slots lock there (nothing raises an error under it).
  */
 void
 ttl_slot_record_death(int32 policy_id, int sqlerrcode, const char *message)
 {
+	TtlDeath   *d = NULL;
+
 	if (MySlot == NULL)
 		return;
 	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
-	if (MySlot->death_policy == policy_id)
-		MySlot->death_count++;
+	for (int i = 0; i < TTL_MAX_DEATHS; i++)
+	{
+		TtlDeath   *x = &MySlot->deaths[i];
+
+		if (x->policy_id == policy_id)
+		{
+			d = x;
+			break;
+		}
+		if (d == NULL || (d->policy_id != 0 &&
+						  (x->policy_id == 0 || x->at < d->at)))
+			d = x;
+	}
+	if (d->policy_id == policy_id)
+		d->count++;
 	else
-		MySlot->death_count = 1;
-	MySlot->death_policy = policy_id;
-	MySlot->death_code = sqlerrcode;
-	ttl_clip_copy(MySlot->death_message, message, sizeof(MySlot->death_message));
+		d->count = 1;
+	d->policy_id = policy_id;
+	d->code = sqlerrcode;
+	d->at = GetCurrentTimestamp();
+	d->reported = false;
+	ttl_clip_copy(d->message, message, sizeof(d->message));
 	LWLockRelease(SlotsLock);
 }
 
 /*
- * ttl_slot_death
- *		The record ttl_slot_record_death left, if any: the policy whose batch
- *		was in flight, the error, and how many times in a row.  Kept until
- *		ttl_slot_forget_death.
+ * ttl_slot_deaths
+ *		A copy of the records ttl_slot_record_death left (up to
+ *		TTL_MAX_DEATHS into deaths[]): the policies whose batch was in
+ *		flight when a worker ended, the error, and how many times in a row.
+ *		Returns how many.  Each is kept until ttl_slot_forget_death, and
+ *		marked reported: the caller logs and counts those not reported yet.
  */
-bool
-ttl_slot_death(int32 *policy_id, int *sqlerrcode, char *message, Size len,
-			   int *count)
+int
+ttl_slot_deaths(TtlDeath *deaths)
 {
-	bool		found = false;
+	int			n = 0;
 
 	if (MySlot == NULL)
-		return false;
+		return 0;
 	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
-	if (MySlot->death_policy != 0)
+	for (int i = 0; i < TTL_MAX_DEATHS; i++)
 	{
-		*policy_id = MySlot->death_policy;
-		*sqlerrcode = MySlot->death_code;
-		*count = MySlot->death_count;
-		strlcpy(message, MySlot->death_message, len);
-		found = true;
+		if (MySlot->deaths[i].policy_id != 0)
+		{
+			deaths[n++] = MySlot->deaths[i];
+			MySlot->deaths[i].reported = true;
+		}
 	}
 	LWLockRelease(SlotsLock);
-	return found;
+	return n;
 }
 
 /*
  * ttl_slot_forget_death
- *		A batch of the policy ended normally since: forget the record.
+ *		A batch of the policy ended normally since: forget its record.
  */
 void
-ttl_slot_forget_death(void)
+ttl_slot_forget_death(int32 policy_id)
 {
 	if (MySlot == NULL)
 		return;
 	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
-	MySlot->death_policy = 0;
-	MySlot->death_count = 0;
+	for (int i = 0; i < TTL_MAX_DEATHS; i++)
+	{
+		if (MySlot->deaths[i].policy_id == policy_id)
+			memset(&MySlot->deaths[i], 0, sizeof(TtlDeath));
+	}
 	LWLockRelease(SlotsLock);
 }
 

@@ -70,6 +70,24 @@ typedef struct TtlJob
 } TtlJob;
 
 /*
+ * A policy during whose batch a worker of the database ended (FATAL): every
+ * one is remembered, not only the last, so that each new worker rests them
+ * all (worker.c).  Past TTL_MAX_DEATHS policies, the record of the one
+ * that killed a worker longest ago is reused.
+ */
+#define TTL_MAX_DEATHS	32
+
+typedef struct TtlDeath
+{
+	int32		policy_id;		/* 0: free */
+	int			code;			/* its SQLSTATE */
+	int			count;			/* in a row for that policy */
+	TimestampTz at;				/* the last time */
+	bool		reported;		/* a worker has logged and counted it */
+	char		message[128];
+} TtlDeath;
+
+/*
  * One database the launcher keeps track of.  Each field has one writer
  * except where noted:
  *	launcher: dboid, datname, worker_running, last_start, failures,
@@ -100,11 +118,8 @@ typedef struct TtlDbSlot
 	int64		replica_holds;	/* times a worker held for replicas */
 	int64		replica_hold_ms;	/* and for how long in all */
 	TtlJob		job;			/* helpers on a backlog (parallel.c) */
-	/* the worker ended (FATAL) during a batch of this policy (worker.c) */
-	int32		death_policy;	/* 0: none */
-	int			death_code;		/* its SQLSTATE */
-	int			death_count;	/* in a row for that policy */
-	char		death_message[128];
+	/* policies during whose batch a worker ended (FATAL) (worker.c) */
+	TtlDeath	deaths[TTL_MAX_DEATHS];
 } TtlDbSlot;
 
 /*

@@ -696,6 +696,7 @@ extern TtlProbeResult ttl_probe_from(TtlPolicy *policy, TtlTarget *t,
 									 bool have_from, Datum from,
 									 TimestampTz *expires_at);
 extern TtlProbeResult ttl_probe_oldest(TtlPolicy *policy, TimestampTz *expires_at);
+extern bool ttl_probe_runs_owner_code(TtlPolicy *policy);
 extern TtlProbeResult ttl_probe_oldest_for_reader(TtlPolicy *policy,
 												  TimestampTz *expires_at,
 												  bool *user_code);
@@ -867,9 +868,9 @@ extern void ttl_slot_batch_begin(TtlPolicy *policy, TtlPass *pass,
 extern void ttl_slot_batch_end(TtlPass *pass);
 extern void ttl_slot_record_death(int32 policy_id, int sqlerrcode,
 								  const char *message);
-extern bool ttl_slot_death(int32 *policy_id, int *sqlerrcode, char *message,
-						   Size len, int *count);
-extern void ttl_slot_forget_death(void);
+struct TtlDeath;				/* shmem.h */
+extern int	ttl_slot_deaths(struct TtlDeath *deaths);
+extern void ttl_slot_forget_death(int32 policy_id);
 
 /* backends */
 extern void ttl_shmem_wake_database(Oid dboid);

@@ -9,8 +9,12 @@
  * the backlog of each policy at query time: the oldest row's expiry from
  * its index (probe.c) and an estimate from the planner statistics
  * (backlog.c).  The figures do not depend on the reader's session: the
- * expiry rules use the server's TimeZone, and a filter is parsed in the
- * pinned parse environment and evaluated as the table's owner.  Who may
+ * expiry rules use the server's TimeZone.  No owner's code runs in the
+ * reader's session, and no policy can make a view fail: a policy with a
+ * filter or set_columns (expressions its owner wrote) is not looked at,
+ * its figures are what the worker's last pass recorded (stats.c), and a
+ * look that fails leaves its policy's figures NULL; backlog_reason says
+ * why a figure is NULL or where it comes from.  Who may
  * see what: `last_error` (error messages can quote row values), `lag`,
  * `expired_estimate` and `next_expiry` (they reveal the data's
  * distribution) only members of the table's owning role and of
@@ -23,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -30,13 +35,15 @@
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/resowner.h"
 #include "utils/typcache.h"
 #include "catalog/pg_type.h"
 
 #include "compat.h"
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		27
+#define TTL_STATS_COLS		28
+#define TTL_STATS_COLS_1_4_0 27		/* 1.4 before backlog_reason */
 #define TTL_STATS_COLS_1_3	24
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
@@ -70,39 +77,51 @@ ttl_views_may_see(Oid relid)
 /*
  * ttl_views_backlog
  *		lag, expired_estimate and next_expiry of a policy, into values[i..]
- *		and nulls[i..]; returns the next column.
+ *		and nulls[i..]; returns the next column.  *reason: why one of them is
+ *		NULL, or where they come from when not from the table now (NULL when
+ *		they are read from the table now).
  */
 static int
 ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
-				  Datum *values, bool *nulls, int i)
+				  Datum *values, bool *nulls, int i, const char **reason)
 {
 	TimestampTz expires_at;
 	double		estimate;
 	TtlHealth	h;
-	TtlProbeResult probed = TTL_PROBE_UNKNOWN;
+	TtlProbeResult probed;
 	bool		user_code = false;
 
-	if (may_see)
-		probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code);
+	*reason = NULL;
+	if (!may_see)
+	{
+		*reason = "the backlog is shown to members of the table's owning role and of pg_read_all_stats";
+		nulls[i++] = true;
+		nulls[i++] = true;
+		nulls[i++] = true;
+		return i;
+	}
+	probed = ttl_probe_oldest_for_reader(p, &expires_at, &user_code);
 
 	/*
-	 * A filter that calls the owner's code is never run in the reader's
-	 * session (a reader's settings, cancels and transaction are none of
-	 * the owner's business): what the worker's last pass saw stands in for
-	 * the probe.
+	 * A filter or set_columns is the owner's code, never run in the reader's
+	 * session (a reader's settings, cancels and transaction are none of the
+	 * owner's business, and the owner's code could end the session): what
+	 * the worker's last pass saw stands in for the look.
 	 */
 	if (user_code)
 	{
 		Interval   *lag;
 
-		if (!may_see || !ttl_stats_health(MyDatabaseId, p->id, &h) ||
+		if (!ttl_stats_health(MyDatabaseId, p->id, &h) ||
 			h.oldest_expiry == DT_NOBEGIN)
 		{
+			*reason = "the policy's filter or set_columns is its owner's code, which the view does not run, and no pass of the worker has recorded the backlog yet";
 			nulls[i++] = true;
 			nulls[i++] = true;
 			nulls[i++] = true;
 			return i;
 		}
+		*reason = "from the worker's last pass: the policy's filter or set_columns is its owner's code, which the view does not run";
 		lag = palloc0(sizeof(Interval));
 		if (h.oldest_expiry != 0 && h.oldest_expiry < now)
 			lag->time = now - h.oldest_expiry;
@@ -139,7 +158,10 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 				else if (ttl_backlog_estimate(p, now, &estimate))
 					values[i++] = Int64GetDatum(Max((int64) (estimate + 0.5), 1));
 				else
+				{
+					*reason = "expired_estimate: the planner's statistics cannot tell (a table never analyzed, a partitioned table, a per-row TTL or a soft delete)";
 					nulls[i++] = true;
+				}
 				if (TIMESTAMP_NOT_FINITE(expires_at))
 					nulls[i] = true;
 				else
@@ -153,12 +175,58 @@ ttl_views_backlog(TtlPolicy *p, bool may_see, TimestampTz now,
 			nulls[i++] = true;
 			break;
 		case TTL_PROBE_UNKNOWN:
+			*reason = "the policy's rows could not be read now: its table is locked, gone or without a usable index";
 			nulls[i++] = true;
 			nulls[i++] = true;
 			nulls[i++] = true;
 			break;
 	}
 	return i;
+}
+
+/*
+ * ttl_views_backlog_guarded
+ *		ttl_views_backlog in a subtransaction: an error in reading one
+ *		policy's backlog (a broken policy) makes that policy's three figures
+ *		NULL, with the error as the reason, and never fails the view.  A
+ *		cancel or a shutdown is the reader's, and is thrown again.
+ */
+static int
+ttl_views_backlog_guarded(TtlPolicy *p, bool may_see, TimestampTz now,
+						  Datum *values, bool *nulls, int i, const char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool failed = false;
+	const char *volatile failure = NULL;
+
+	if (!may_see)
+		return ttl_views_backlog(p, may_see, now, values, nulls, i, reason);
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		(void) ttl_views_backlog(p, may_see, now, values, nulls, i, reason);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
+
+		failure = psprintf("the policy's rows could not be read: %s", edata->message);
+		FreeErrorData(edata);
+		failed = true;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (failed)
+	{
+		*reason = failure;
+		nulls[i] = nulls[i + 1] = nulls[i + 2] = true;
+	}
+	return i + 3;
 }
 
 /*
@@ -211,7 +279,8 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_3 &&
+	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_4_0 &&
+		natts != TTL_STATS_COLS_1_3 &&
 		natts != TTL_STATS_COLS_1_2 &&
 		natts != TTL_STATS_COLS_1_1 && natts != TTL_STATS_COLS_1_0)
 		elog(ERROR, "ttl_index_policy_stats: unexpected number of result columns %d",
@@ -227,6 +296,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		Datum		values[TTL_STATS_COLS];
 		bool		nulls[TTL_STATS_COLS];
 		bool		may_see;
+		const char *reason;
 		int			i = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -262,7 +332,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 			spent->time = (int64) (c.time_spent_ms * 1000.0);
 			values[i++] = IntervalPGetDatum(spent);
 		}
-		i = ttl_views_backlog(p, may_see, now, values, nulls, i);
+		i = ttl_views_backlog_guarded(p, may_see, now, values, nulls, i, &reason);
 		if (c.stats_reset != 0)
 			values[i] = TimestampTzGetDatum(c.stats_reset);
 		else
@@ -284,6 +354,11 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		values[i++] = Int64GetDatum(c.rows_capped);
 		values[i++] = Int64GetDatum(c.rows_anonymized);
 		i = ttl_views_window(p, now, values, nulls, i);
+		if (reason != NULL)
+			values[i] = CStringGetTextDatum(reason);
+		else
+			nulls[i] = true;
+		i++;
 		Assert(i == TTL_STATS_COLS);
 
 		/*

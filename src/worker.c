@@ -87,6 +87,7 @@
 #include "utils/timestamp.h"
 
 #include "drain.h"
+#include "shmem.h"
 #include "ttl_index.h"
 
 /* re-read the catalog at least this often, even without a wake-up */
@@ -199,23 +200,20 @@ static TimestampTz RateRefilledAt = 0;
 
 /*
  * A worker that ends with a FATAL error during a batch (the owner's code
- * turned an error into one with exit_on_error, or caught the cancel of
- * ttl_index.batch_timeout and went on: timeout.c) leaves a record in its
- * database's slot (ttl_worker_emit_log); the worker that replaces it rests
- * that policy, twice as long each time in a row (ttl_worker_apply_death),
- * so that the database's other policies go on.  A shutdown or an eviction
- * (SIGTERM) leaves none.
+ * caught the cancel of ttl_index.batch_timeout and went on: timeout.c; an
+ * exit_on_error the owner's code set is refused: owner.c) leaves a record
+ * of the policy in its database's slot (ttl_worker_emit_log), beside those
+ * of the other policies that ended a worker (shmem.h, TtlDeath).  The
+ * worker that replaces it rests every one of them, each twice as long for
+ * each time in a row (ttl_worker_apply_death), so that the database's
+ * other policies go on however many owners' policies end workers.  A
+ * shutdown or an eviction (SIGTERM) leaves none.
  */
 static int32 BatchPolicy = 0;	/* the policy of the batch in flight */
 static emit_log_hook_type prev_emit_log_hook = NULL;
-static struct
-{
-	int32		policy_id;
-	int			sqlerrcode;
-	int			count;			/* 0: nothing pending */
-	bool		applied;		/* the policy was made to rest */
-	char		message[128];
-}			PendingDeath;
+static TtlDeath PendingDeaths[TTL_MAX_DEATHS];	/* read at start */
+static int	NumPendingDeaths = 0;
+static bool PendingDeathsApplied = false;	/* the policies were made to rest */
 
 /*
  * ttl_worker_entry_free
@@ -821,11 +819,13 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_owner_release_session_locks();
 	ttl_slot_batch_end(pass);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	if (PendingDeath.count > 0 && PendingDeath.policy_id == e->policy.id)
+	for (int i = 0; i < NumPendingDeaths; i++)
 	{
-		/* the policy whose batch ended the last worker has one that ends */
-		ttl_slot_forget_death();
-		PendingDeath.count = 0;
+		if (PendingDeaths[i].policy_id != e->policy.id)
+			continue;
+		/* a policy whose batch ended a worker has one that ends */
+		ttl_slot_forget_death(e->policy.id);
+		PendingDeaths[i].policy_id = 0;
 	}
 
 	/*
@@ -1528,7 +1528,7 @@ ttl_worker_run(void)
 /*
  * ttl_worker_emit_log
  *		emit_log_hook of the worker: a FATAL error during a batch leaves a
- *		record of the policy for the next worker (see PendingDeath), unless
+ *		record of the policy for the next workers (see PendingDeaths), unless
  *		it is a shutdown or an eviction, which say nothing of the policy.
  *		Runs inside error reporting: records, and nothing more.
  */
@@ -1549,40 +1549,52 @@ ttl_worker_emit_log(ErrorData *edata)
 
 /*
  * ttl_worker_apply_death
- *		After a reload: the policy whose batch ended the last worker (see
- *		PendingDeath) rests ttl_index.error_delay, doubled for each time in a
- *		row, up to ten minutes; the failure is logged and counted once.
+ *		After a reload: each policy whose batch ended a worker (see
+ *		PendingDeaths) rests ttl_index.error_delay, doubled for each time in
+ *		a row, up to ten minutes; each failure is logged and counted once,
+ *		by the first worker that reads it.
  */
 static void
 ttl_worker_apply_death(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int64		rest_s;
 
-	if (PendingDeath.count == 0 || PendingDeath.applied)
+	if (NumPendingDeaths == 0 || PendingDeathsApplied)
 		return;
-	rest_s = Min((int64) ttl_error_delay << Min(PendingDeath.count - 1, 16), 600);
-	for (int i = 0; i < ScheduleLen; i++)
+	for (int d = 0; d < NumPendingDeaths; d++)
 	{
-		TtlSchedEntry *e = Schedule[i].e;
+		TtlDeath   *death = &PendingDeaths[d];
+		int64		rest_s;
 
-		if (e->policy.id != PendingDeath.policy_id)
+		if (death->policy_id == 0)
 			continue;
-		ereport(LOG,
-				(errcode(PendingDeath.sqlerrcode),
-				 errmsg("ttl_index: the worker ended during a batch of the policy on table OID %u, column %s, which rests " INT64_FORMAT " s (SQLSTATE %s): %s",
-						e->policy.relid, e->policy.column_name, rest_s,
-						unpack_sql_state(PendingDeath.sqlerrcode), PendingDeath.message)));
-		ttl_stats_count_error(MyDatabaseId, &e->policy, PendingDeath.sqlerrcode,
-							  psprintf("the worker ended during a batch: %s",
-									   PendingDeath.message));
-		ttl_pass_end(e->pass);
-		e->pass = NULL;
-		e->retry_after = TimestampTzPlusMilliseconds(now, rest_s * 1000);
-		ttl_worker_slot_set(&Schedule[i], e);
+		rest_s = Min((int64) ttl_error_delay << Min(Max(death->count, 1) - 1, 16), 600);
+		for (int i = 0; i < ScheduleLen; i++)
+		{
+			TtlSchedEntry *e = Schedule[i].e;
+
+			if (e->policy.id != death->policy_id)
+				continue;
+			/* every new worker rests it; the first logs and counts it */
+			if (!death->reported)
+			{
+				ereport(LOG,
+						(errcode(death->code),
+						 errmsg("ttl_index: the worker ended during a batch of the policy on table OID %u, column %s, which rests " INT64_FORMAT " s (SQLSTATE %s): %s",
+								e->policy.relid, e->policy.column_name, rest_s,
+								unpack_sql_state(death->code), death->message)));
+				ttl_stats_count_error(MyDatabaseId, &e->policy, death->code,
+									  psprintf("the worker ended during a batch: %s",
+											   death->message));
+			}
+			ttl_pass_end(e->pass);
+			e->pass = NULL;
+			e->retry_after = TimestampTzPlusMilliseconds(now, rest_s * 1000);
+			ttl_worker_slot_set(&Schedule[i], e);
+		}
 	}
-	/* counted once; the slot keeps the count until a batch of it ends */
-	PendingDeath.applied = true;
+	/* counted once; the slot keeps each record until a batch of it ends */
+	PendingDeathsApplied = true;
 }
 
 /*
@@ -1607,10 +1619,7 @@ ttl_worker_main(Datum main_arg)
 	ttl_pin_process_settings("ttl_index worker");
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = ttl_worker_emit_log;
-	if (ttl_slot_death(&PendingDeath.policy_id, &PendingDeath.sqlerrcode,
-					   PendingDeath.message, sizeof(PendingDeath.message),
-					   &PendingDeath.count))
-		PendingDeath.count = Max(PendingDeath.count, 1);
+	NumPendingDeaths = ttl_slot_deaths(PendingDeaths);
 
 	ereport(DEBUG1, (errmsg("ttl_index worker started")));
 	/* origins no process may use any more go back to the server (origin.c) */

@@ -188,8 +188,10 @@ SELECT ttl_pause('kinds');
 INSERT INTO kinds VALUES (now() - interval '3 hours', 'keep'), (now() - interval '1 hour', 'debug');
 });
 is(sql(q{SET search_path = evil, public, pg_catalog;
-	SELECT lag < interval '90 minutes' FROM ttl_index_stats WHERE table_name = 'kinds'::regclass}),
-	't', 'the view reads the stored filter as stored: the older kept row is not the backlog');
+	SELECT coalesce(lag < interval '90 minutes', true)
+	       AND backlog_reason LIKE '%owner''s code%'
+	  FROM ttl_index_stats WHERE table_name = 'kinds'::regclass}),
+	't', 'the view never parses the stored filter in the reader\'s session: the older kept row is not the backlog');
 sql(q{BEGIN; SELECT ttl_resume('kinds');
 	SET LOCAL search_path = evil, public, pg_catalog; SELECT ttl_runner();
 	SELECT ttl_pause('kinds'); COMMIT;});

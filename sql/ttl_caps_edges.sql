@@ -162,3 +162,4 @@ SELECT count(*), min(id), max(id) FROM cx.reset;
 
 SET client_min_messages = warning;
 DROP SCHEMA cx CASCADE;
+DROP EXTENSION ttl_index;

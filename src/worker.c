@@ -138,7 +138,7 @@ typedef struct TtlSchedEntry
 	uint32		prefix_writes;
 	TtlKeepUp	keepup;			/* its rates and growth (keepup.c) */
 	/* what the views show of it (ttl_worker_health) */
-	TimestampTz health_at;		/* when a pass in hand last published */
+	TimestampTz health_next;	/* a pass in hand publishes again from then */
 	TimestampTz locked_since;	/* its passes find a table locked since,
 								 * 0: they do not */
 	bool		locked_logged;	/* said so, for this time */
@@ -964,20 +964,28 @@ ttl_worker_pass_reason(TtlSchedEntry *e, TtlPass *pass)
  *		keeping up is stalled while it works, once its oldest expired row
  *		has waited ttl_index.stalled_after.  At most every quarter of that
  *		(between 1 s and 1 min), and not in a pass's first such time, so
- *		short passes never probe.  Outside a transaction.
+ *		short passes never probe; a probe that took long (it read past
+ *		many rows a filter rejects) waits ten times as long before the
+ *		next.  A probe that cannot tell publishes nothing.  Outside a
+ *		transaction.
  */
 static void
 ttl_worker_health_in_pass(TtlSchedEntry *e, TtlPass *pass)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz since = Max(pass->now, e->health_at);
 	int			every_ms = (int) Max(1000, Min(60000, (int64) ttl_stalled_after * 250));
+	TimestampTz oldest;
 	TtlHealth	h;
 
-	if (!TimestampDifferenceExceeds(since, now, every_ms))
+	if (!TimestampDifferenceExceeds(pass->now, now, every_ms) ||
+		now < e->health_next)
 		return;
-	e->health_at = now;
-	e->oldest_expiry = ttl_worker_probe_oldest(e);
+	oldest = ttl_worker_probe_oldest(e);
+	e->health_next = GetCurrentTimestamp();
+	e->health_next += Max((int64) every_ms * 1000, (e->health_next - now) * 10);
+	if (oldest == DT_NOBEGIN)
+		return;
+	e->oldest_expiry = oldest;
 	memset(&h, 0, sizeof(h));
 	h.oldest_expiry = e->oldest_expiry;
 	h.next_expiry = e->next_expiry_unknown ? 0 : e->next_expiry;

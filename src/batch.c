@@ -143,6 +143,10 @@ typedef struct TtlBatch
 	instr_time	start;
 } TtlBatch;
 
+#ifdef USE_ASSERT_CHECKING
+static bool ttl_batch_moves_on(TtlBatch *b, Datum key, ItemPointer tid);
+#endif
+
 static void ttl_batch_check_rights(TtlBatch *b);
 static bool ttl_batch_via_parent(TtlBatch *b);
 
@@ -995,6 +999,7 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	TimestampTz now = GetCurrentTimestamp();
 	bool		stepping;
 	bool		by_tid = false;
+	bool		step_now = false;
 	FmgrInfo	eq;
 
 	ttl_take_begin(b, &take);
@@ -1053,6 +1058,23 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		if (stepping && !same)
 			end->dups = 0;
 		stepping = false;
+
+		/*
+		 * A row the filter failed on past the held set's bound (held.c,
+		 * pass.c): the batch stops before it when it has taken rows, else
+		 * steps over it and stops just past it, so that its resume point
+		 * is past it before another such row can fail a batch.
+		 */
+		if (t->have_step && ItemPointerEquals(tid, &t->step_tid))
+		{
+			if (take.ntids > 0)
+			{
+				stopped = true;
+				break;
+			}
+			t->have_step = false;
+			step_now = true;
+		}
 		end->advanced = true;
 		end->dups = same ? end->dups + 1 : 1;
 		ItemPointerCopy(tid, &end->last_tid);
@@ -1075,7 +1097,9 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 			MemoryContextSwitchTo(old);
 		}
 
-		if (index_fetch_heap(scan, slot))
+		if (step_now)
+			dead = false;		/* held, stepped over (above) */
+		else if (index_fetch_heap(scan, slot))
 			dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
 		else
 		{
@@ -1086,6 +1110,11 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		/* a row left in place, or deleted by a statement yet to run */
 		if (!dead && t->skip.tracking)
 			ttl_skip_stop(t);
+		if (step_now)
+		{
+			stopped = true;
+			break;
+		}
 
 		/* the engine's tests bound a batch by entries read, not by time */
 		if (EntryLimit > 0 && seen >= EntryLimit)
@@ -1120,6 +1149,17 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 	if (seen >= TTL_MIN_BATCH_ROWS * 4)
 		t->scattered = jumps * 2 > seen;
 
+	/*
+	 * The next batch resumes past every entry read, set before the
+	 * statement runs: if it fails, its rows are retried in parts or held
+	 * (pass.c, held.c) while the scan goes on past them, as it goes on
+	 * past the rows the statement leaves (a foreign key, a trigger).
+	 */
+	if (end->have_last && end->advanced)
+	{
+		Assert(ttl_batch_moves_on(b, end->last_key, &end->last_tid));
+		ttl_batch_resume_at(b->pass, t, end->last_key, &end->last_tid, end->dups);
+	}
 	ttl_take_end(b, &take, result);
 	return stopped;
 }
@@ -1175,11 +1215,7 @@ ttl_batch_finish(TtlBatch *b, TtlBatchResult *result, bool stopped,
 	/* no entry read past where it resumed: give up on this pass, not spin */
 	if (stopped && !end->advanced)
 		outcome = TTL_BATCH_DONE;
-	if (end->have_last && end->advanced)
-	{
-		Assert(ttl_batch_moves_on(b, end->last_key, &end->last_tid));
-		ttl_batch_resume_at(pass, t, end->last_key, &end->last_tid, end->dups);
-	}
+	/* the resume position is the scan's (ttl_batch_scan) */
 	if (outcome != TTL_BATCH_DONE)
 		return outcome;
 
@@ -1307,7 +1343,7 @@ ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	 * per-row TTL (its key is an expression of the row).
 	 */
 	if (outcome == TTL_BATCH_MORE && t->scattered && t->ttl_attnum == 0 &&
-		!t->parallel && !t->have_stop && pass->pass_batches >= 2 &&
+		!t->parallel && !t->have_stop && !t->no_sweep && pass->pass_batches >= 2 &&
 		result->deleted > 0)
 	{
 		t->sweep = true;

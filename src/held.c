@@ -36,9 +36,24 @@
  * Its key is the table with an invalid TID.
  *
  * Held rows are logged once per policy and SQLSTATE, not once per batch,
- * and counted in ttl_index_stats (rows_held, last_error).  At most
- * TTL_HELD_MAX rows are held per policy: past that, the failure is treated
- * as the policy's.
+ * and counted in ttl_index_stats (rows_held, last_error).
+ *
+ * No cliff.  The set remembers at most TTL_HELD_MAX rows per policy (its
+ * memory bound).  A row that fails on its own past that bound is held all
+ * the same, without being remembered: ttl_held_add returns false, and the
+ * caller steps over it as the scan steps over the rows a foreign key keeps
+ * (the batch's resume point is already past the rows of its statement,
+ * batch.c; a row the filter failed on is stepped over by the target's
+ * next scan).  It is tried again at the next pass, not after a backoff,
+ * and counted as held like the others.  More refused rows cost more
+ * retries, never the policy.
+ *
+ * What is counted.  ttl_held_count is the rows held in the pass now
+ * running, or in the last one: the remembered rows it met (skipped, or
+ * held again) and the rows it stepped over, each once.  A held row that
+ * was since deleted, released or changed is not met, so it is not counted;
+ * ttl_held_pass_done forgets, at the end of a complete pass, the
+ * remembered rows it did not meet, which makes room for others.
  *
  * Memory: a held set lives in the memory context it was created in (the
  * worker's policy context); nothing here is shared.
@@ -69,13 +84,17 @@ typedef struct TtlHeldRow
 	TransactionId xmin;
 	TimestampTz retry_at;
 	int			attempts;
+	uint32		met;			/* the last pass that met it */
 } TtlHeldRow;
 
 struct TtlHeld
 {
 	HTAB	   *rows;
-	int			count;			/* rows held */
+	int			count;			/* rows remembered */
 	int			tables;			/* tables held */
+	uint32		pass;			/* the pass now running (from 1) */
+	int64		met;			/* remembered rows it met, each once */
+	int64		stepped;		/* rows it held past the bound */
 	int			reported[TTL_HELD_MAX_CODES];
 	int			nreported;
 };
@@ -137,6 +156,58 @@ ttl_held_key(TtlHeldKey *key, Oid relid, ItemPointer tid)
 }
 
 /*
+ * ttl_held_meet
+ *		The pass met a remembered row that is still held: count it, once.
+ */
+static void
+ttl_held_meet(TtlHeld *held, TtlHeldRow *row)
+{
+	if (row->met != held->pass)
+	{
+		row->met = held->pass;
+		held->met++;
+	}
+}
+
+/*
+ * ttl_held_pass_begin
+ *		A pass begins: nothing held in it yet (see the top of the file).
+ */
+void
+ttl_held_pass_begin(TtlHeld *held)
+{
+	if (held == NULL)
+		return;
+	held->pass++;
+	held->met = 0;
+	held->stepped = 0;
+}
+
+/*
+ * ttl_held_pass_done
+ *		A pass went over every target: forget the remembered rows it did
+ *		not meet (deleted, released or changed since).  Held tables stay.
+ */
+void
+ttl_held_pass_done(TtlHeld *held)
+{
+	HASH_SEQ_STATUS seq;
+	TtlHeldRow *row;
+
+	if (held == NULL || held->count == 0)
+		return;
+	hash_seq_init(&seq, held->rows);
+	while ((row = hash_seq_search(&seq)) != NULL)
+	{
+		if (!ItemPointerIsValid(&row->key.tid) || row->met == held->pass)
+			continue;
+		/* removing the entry just returned is allowed during a scan */
+		hash_search(held->rows, &row->key, HASH_REMOVE, NULL);
+		held->count--;
+	}
+}
+
+/*
  * ttl_held_skip
  *		Whether the scan should skip this row version: it is held and its
  *		backoff has not run out.  A held entry whose TID now holds another
@@ -161,14 +232,20 @@ ttl_held_skip(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
 		held->count--;
 		return false;
 	}
-	return now < row->retry_at;
+	if (now >= row->retry_at)
+		return false;			/* tried again: counted if it fails again */
+	ttl_held_meet(held, row);
+	return true;
 }
 
 /*
  * ttl_held_add
  *		Hold a row that failed on its own, or hold it again with a doubled
- *		backoff.  Returns false when the set is full: the caller treats the
- *		failure as the policy's.
+ *		backoff; it is counted as held in this pass either way.  Returns
+ *		whether the row is remembered (the scans skip it until its backoff
+ *		runs out).  False: the set is full, and the caller steps over the
+ *		row for the rest of the pass (see the top of the file); never a
+ *		reason to fail the policy.
  */
 bool
 ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
@@ -182,15 +259,22 @@ ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
 	ttl_held_key(&key, relid, tid);
 	row = hash_search(held->rows, &key, HASH_FIND, NULL);
 	if (row == NULL && held->count >= TTL_HELD_MAX)
+	{
+		held->stepped++;
 		return false;
+	}
 	row = hash_search(held->rows, &key, HASH_ENTER, &found);
 	if (!found || row->xmin != xmin)
 	{
 		if (!found)
+		{
 			held->count++;
+			row->met = 0;
+		}
 		row->xmin = xmin;
 		row->attempts = 0;
 	}
+	ttl_held_meet(held, row);
 	row->attempts++;
 	backoff_s = (int64) ttl_error_delay << Min(row->attempts - 1, 16);
 	row->retry_at = TimestampTzPlusMilliseconds(now,
@@ -248,12 +332,13 @@ ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now)
 
 /*
  * ttl_held_count
- *		How many rows are held.
+ *		How many rows are held now: those the pass now running (or the last
+ *		one) held or met held, remembered or stepped over, each once.
  */
-int
+int64
 ttl_held_count(TtlHeld *held)
 {
-	return held ? held->count : 0;
+	return held ? held->met + held->stepped : 0;
 }
 
 /*

@@ -92,6 +92,7 @@ ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
 										  ALLOCSET_DEFAULT_SIZES);
 	pass->now = now;
 	pass->held = held;
+	ttl_held_pass_begin(held);
 	pass->previous = previous;
 	pass->row_limit = row_limit > 0 ? row_limit : TTL_FIRST_BATCH_ROWS;
 	pass->writes_at_start = ttl_writes_count(MyDatabaseId, policy->relid);
@@ -312,10 +313,13 @@ ttl_pass_hold_target(TtlPass *pass, TtlTarget *failing, int sqlerrcode,
  *		retry the rows of its statement in two halves, each a batch of its
  *		own, or hold the single row it failed on (that of the filter, or the
  *		only row of the statement).  Returns false when there is nothing to
- *		isolate, or the held set is full: the failure is the policy's.
- *		*held_one says whether a row was held.  A failure that is not some
- *		rows' holds the table the batch was on instead, when the pass has
- *		others (*held_table: that target).
+ *		isolate: the failure is the policy's.  *held_one says whether a row
+ *		was held.  A full held set is no failure: the row is held all the
+ *		same, and stepped over (held.c): the rows of a statement are behind
+ *		the target's resume point already (batch.c), a row the filter failed
+ *		on is stepped over by the target's next scan.  A failure that is not
+ *		some rows' holds the table the batch was on instead, when the pass
+ *		has others (*held_table: that target).
  */
 bool
 ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
@@ -340,8 +344,28 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 
 		pass->failing_relid = InvalidOid;
 		*held_one = true;
-		return ttl_held_add(pass->held, relid, &pass->failing_tid,
-							pass->failing_xmin, now);
+		if (!ttl_held_add(pass->held, relid, &pass->failing_tid,
+						  pass->failing_xmin, now))
+		{
+			/* not remembered: the target's next scan steps over it */
+			if (failing == NULL || failing->relid != relid)
+			{
+				failing = NULL;
+				foreach(lc, pass->targets)
+				{
+					if (((TtlTarget *) lfirst(lc))->relid == relid)
+						failing = (TtlTarget *) lfirst(lc);
+				}
+			}
+			if (failing == NULL)
+				return false;
+			failing->have_step = true;
+			failing->step_tid = pass->failing_tid;
+			/* a sweep restarts at a page: the index scan steps exactly */
+			failing->sweep = false;
+			failing->no_sweep = true;
+		}
+		return true;
 	}
 	if (failed->ntids <= 0 || failed->tids == NULL)
 		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
@@ -356,9 +380,11 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 
 	if (failed->ntids == 1)
 	{
+		/* remembered or not, the scan is past it (batch.c) */
 		*held_one = true;
-		return ttl_held_add(pass->held, t->relid, &failed->tids[0],
+		(void) ttl_held_add(pass->held, t->relid, &failed->tids[0],
 							failed->xmins[0], now);
+		return true;
 	}
 
 	/* two halves, the first retried first; the list lives with the pass */

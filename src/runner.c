@@ -131,6 +131,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 		else
 		{
 			ResourceOwner owner = CurrentResourceOwner;
+			ErrorData  *edata = NULL;
 
 			BeginInternalSubTransaction(NULL);
 			MemoryContextSwitchTo(batchcxt);
@@ -141,7 +142,13 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			}
 			PG_CATCH();
 			{
-				ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
+				/* no break or return in here (DESIGN.md, trap 22): a flag */
+				edata = ttl_error_catch_subxact(cxt, owner);
+			}
+			PG_END_TRY();
+			CurrentResourceOwner = owner;
+			if (edata != NULL)
+			{
 				bool		held_one;
 				TtlTarget  *held_table;
 
@@ -149,6 +156,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one,
 									  &held_table))
 				{
+					/* the policy failed: its rolled-back batch counts nothing */
 					*failed = edata;
 					MemoryContextSwitchTo(old);
 					break;
@@ -156,11 +164,10 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 				if (held_table != NULL || held_one)
 					ttl_runner_report(p, edata, held_one, held, held_table);
 				FreeErrorData(edata);
+				/* rolled back: nothing it did stays, nothing is counted */
+				memset(&result, 0, sizeof(result));
 				result.outcome = TTL_BATCH_MORE;
-				result.deleted = 0;
 			}
-			PG_END_TRY();
-			CurrentResourceOwner = owner;
 		}
 		MemoryContextSwitchTo(old);
 		/* a state, not a failed batch: said, not counted (as the worker) */

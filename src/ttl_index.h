@@ -423,6 +423,10 @@ typedef struct TtlTarget
 	bool		have_stop;		/* a slice in hand: scan below stop_key */
 	Datum		stop_key;
 	int			slice;
+	/* a row the filter failed on past the held set's bound (held.c) */
+	bool		have_step;		/* the next scan steps over step_tid */
+	ItemPointerData step_tid;
+	bool		no_sweep;		/* and no sweep this pass (batch.c) */
 } TtlTarget;
 
 /* rows of a failed statement, to be retried (pass.c) */
@@ -492,7 +496,9 @@ extern bool ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid,
 						 TransactionId xmin, TimestampTz now);
 extern bool ttl_held_table_skip(TtlHeld *held, Oid relid, TimestampTz now);
 extern void ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now);
-extern int	ttl_held_count(TtlHeld *held);
+extern int64 ttl_held_count(TtlHeld *held);
+extern void ttl_held_pass_begin(TtlHeld *held);
+extern void ttl_held_pass_done(TtlHeld *held);
 extern bool ttl_held_first_report(TtlHeld *held, int sqlerrcode);
 
 /* ----------

@@ -138,6 +138,11 @@ typedef struct TtlSchedEntry
 	Datum		prefix_key;
 	uint32		prefix_writes;
 	TtlKeepUp	keepup;			/* its rates and growth (keepup.c) */
+	/* what the views show of it (ttl_worker_health) */
+	TimestampTz health_next;	/* a pass in hand publishes again from then */
+	TimestampTz locked_since;	/* its passes find a table locked since,
+								 * 0: they do not */
+	bool		locked_logged;	/* said so, for this time */
 } TtlSchedEntry;
 
 static double ttl_worker_rate(void);
@@ -151,6 +156,9 @@ static void ttl_worker_publish_prefix(TtlSchedEntry *e, TtlPass *pass);
 static bool ttl_worker_nap(const char *phase, long ms);
 static void ttl_worker_entry_free(TtlSchedEntry *e);
 static void ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass);
+static void ttl_worker_health_in_pass(TtlSchedEntry *e, TtlPass *pass);
+static void ttl_worker_table_locked(TtlSchedEntry *e, const char *relname,
+									TimestampTz now);
 static void ttl_worker_window_closed(TtlSchedEntry *e);
 
 /*
@@ -525,6 +533,13 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 	{
 		ttl_stats_count_locked(MyDatabaseId, &e->policy);
+		if (e->pass != NULL)
+		{
+			/* a lock of the statement's (lock_timeout): as a locked table */
+			e->pass->skipped_locked = true;
+			ttl_worker_table_locked(e, relname, now);
+			ttl_worker_health(e, NULL, e->pass);
+		}
 		ttl_pass_end(e->pass);
 		e->pass = NULL;
 		e->next_check = ttl_worker_recheck_at(now);
@@ -619,6 +634,10 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 		case TTL_BATCH_DONE:
 			ttl_stats_count_pass(MyDatabaseId, &e->policy, pass->pass_rows,
 								 pass->pass_left + ttl_held_count(e->held));
+			/* held rows it did not meet are gone: room for others (held.c) */
+			ttl_held_pass_done(e->held);
+			e->locked_since = 0;
+			e->locked_logged = false;
 			ttl_worker_log_pass(e, relname, now);
 			ttl_keepup_pass_done(&e->keepup, pass->now, now, pass->pass_rows,
 								 relname, e->policy.column_name);
@@ -638,6 +657,11 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 				e->next_check = Min(e->next_check,
 									Max(e->next_expiry,
 										TimestampTzPlusMilliseconds(now, TTL_MIN_PASS_GAP_MS)));
+			ttl_worker_health(e, NULL, pass);
+			break;
+		case TTL_BATCH_LOCKED:
+			/* a table's lock could not be had: the views say so */
+			ttl_worker_table_locked(e, relname, now);
 			ttl_worker_health(e, NULL, pass);
 			break;
 		case TTL_BATCH_NO_INDEX:
@@ -733,6 +757,7 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	char		relname[TTL_QUALNAME_LEN];
 	double		rate;
 	TtlPass    *pass = e->pass;
+	ErrorData  *edata = NULL;
 
 	memset(&result, 0, sizeof(result));
 	*deleted = 0;
@@ -775,13 +800,17 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
+		/* handled after PG_END_TRY: no return in here (DESIGN.md, trap 22) */
 		MemoryContextSwitchTo(cxt);
 		ttl_timeout_batch_end();
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+
+	if (edata != NULL)
+	{
 		BatchPolicy = 0;
 		ttl_origin_batch_end();
 		ttl_slot_batch_end(pass);
@@ -811,7 +840,6 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
-	PG_END_TRY();
 
 	ttl_timeout_batch_end();
 	BatchPolicy = 0;
@@ -840,6 +868,9 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	ttl_worker_publish_prefix(e, pass);
 	*deleted = result.deleted;
 	now = GetCurrentTimestamp();
+	/* a long pass (a backlog, a rate limit): the views need not wait */
+	if (result.outcome == TTL_BATCH_MORE)
+		ttl_worker_health_in_pass(e, pass);
 	if (result.outcome != TTL_BATCH_MORE)
 		ttl_worker_pass_done(e, &result, relname, now);
 	else if (ttl_drain_offered(pass))
@@ -906,6 +937,90 @@ ttl_worker_probe_oldest(TtlSchedEntry *e)
 }
 
 /*
+ * ttl_worker_pass_reason
+ *		Why a pass leaves expired rows in place (or, while it runs, has left
+ *		them so far), from what it met: the first that applies.
+ */
+static const char *
+ttl_worker_pass_reason(TtlSchedEntry *e, TtlPass *pass)
+{
+	if (pass->skipped_locked)
+		return "table locked";
+	if (ttl_held_count(e->held) > 0)
+		return "held rows";
+	if (pass->pass_left > 0)
+		return "rows kept by triggers, rules or foreign keys";
+	if (pass->pass_skipped_locked > 0)
+		return "locked rows";
+	if (e->policy.rate_limit > 0 || ttl_worker_rate() > 0)
+		return "rate limited";
+	return "falling behind";
+}
+
+/*
+ * ttl_worker_health_in_pass
+ *		While a pass runs long (a backlog, a rate limit), publish its health
+ *		now and then instead of at its end only: a policy that is not
+ *		keeping up is stalled while it works, once its oldest expired row
+ *		has waited ttl_index.stalled_after.  At most every quarter of that
+ *		(between 1 s and 1 min), and not in a pass's first such time, so
+ *		short passes never probe; a probe that took long (it read past
+ *		many rows a filter rejects) waits ten times as long before the
+ *		next.  A probe that cannot tell publishes nothing.  Outside a
+ *		transaction.
+ */
+static void
+ttl_worker_health_in_pass(TtlSchedEntry *e, TtlPass *pass)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			every_ms = (int) Max(1000, Min(60000, (int64) ttl_stalled_after * 250));
+	TimestampTz oldest;
+	TtlHealth	h;
+
+	if (!TimestampDifferenceExceeds(pass->now, now, every_ms) ||
+		now < e->health_next)
+		return;
+	oldest = ttl_worker_probe_oldest(e);
+	e->health_next = GetCurrentTimestamp();
+	e->health_next += Max((int64) every_ms * 1000, (e->health_next - now) * 10);
+	if (oldest == DT_NOBEGIN)
+		return;
+	e->oldest_expiry = oldest;
+	memset(&h, 0, sizeof(h));
+	h.oldest_expiry = e->oldest_expiry;
+	h.next_expiry = e->next_expiry_unknown ? 0 : e->next_expiry;
+	h.at = GetCurrentTimestamp();
+	strlcpy(h.reason, e->oldest_expiry == 0 ? "" : ttl_worker_pass_reason(e, pass),
+			sizeof(h.reason));
+	ttl_stats_publish_health(MyDatabaseId, e->policy.id, &h);
+}
+
+/*
+ * ttl_worker_table_locked
+ *		A pass found a table of the policy locked (its lock not to be had
+ *		at once): remember since when, and once it has lasted
+ *		ttl_index.stalled_after, say so in the log, once, with where to
+ *		look: a prepared transaction nobody finished holds its locks for
+ *		good.
+ */
+static void
+ttl_worker_table_locked(TtlSchedEntry *e, const char *relname, TimestampTz now)
+{
+	if (e->locked_since == 0)
+		e->locked_since = now;
+	if (e->locked_logged ||
+		!TimestampDifferenceExceeds(e->locked_since, now,
+									(int) Min((int64) ttl_stalled_after * 1000, PG_INT32_MAX)))
+		return;
+	e->locked_logged = true;
+	ereport(LOG,
+			(errmsg("ttl_index: a table of the policy on %s has been locked by another transaction since %s; its expired rows wait",
+					relname, timestamptz_to_str(e->locked_since)),
+			 errdetail("The worker takes its locks without waiting, and comes back later."),
+			 errhint("A prepared transaction that was never committed or rolled back keeps its locks until it is: look in pg_prepared_xacts, and in pg_locks for the lock's holder.")));
+}
+
+/*
  * ttl_worker_health
  *		Publish what the worker knows of the policy's backlog for the views
  *		(TtlHealth, stats.c): after a pass (pass not NULL), the oldest
@@ -929,25 +1044,22 @@ ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass)
 		 * it).  One that left rows reads the oldest from the index.
 		 */
 		if (ttl_held_count(e->held) == 0 && pass->pass_left == 0 &&
-			pass->pass_skipped_locked == 0)
+			pass->pass_skipped_locked == 0 && !pass->skipped_locked)
 			e->oldest_expiry =
 				!e->next_expiry_unknown && e->next_expiry != 0 &&
 				!TIMESTAMP_NOT_FINITE(e->next_expiry) && e->next_expiry < now ?
 				e->next_expiry : 0;
 		else
 			e->oldest_expiry = ttl_worker_probe_oldest(e);
-		if (e->oldest_expiry == 0)
-			reason = "";
-		else if (ttl_held_count(e->held) > 0)
-			reason = "held rows";
-		else if (pass->pass_left > 0)
-			reason = "rows kept by triggers, rules or foreign keys";
-		else if (pass->pass_skipped_locked > 0)
-			reason = "locked rows";
-		else if (e->policy.rate_limit > 0 || ttl_worker_rate() > 0)
-			reason = "rate limited";
-		else
-			reason = "falling behind";
+
+		/*
+		 * A table whose lock is not to be had may not be readable either
+		 * (ACCESS EXCLUSIVE): its rows have waited at least since then.
+		 */
+		if (e->oldest_expiry == DT_NOBEGIN && pass->skipped_locked &&
+			e->locked_since != 0)
+			e->oldest_expiry = e->locked_since;
+		reason = e->oldest_expiry == 0 ? "" : ttl_worker_pass_reason(e, pass);
 	}
 	else if (e->oldest_expiry == 0)
 		e->oldest_expiry = DT_NOBEGIN;	/* not looked at since */

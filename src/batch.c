@@ -658,8 +658,18 @@ ttl_batch_hold_not_done(TtlBatch *b, ItemPointerData *tids, int ntids)
 
 		/* the version the statement made, if it updated the row */
 		table_tuple_get_latest_tid(scan, &tid);
-		if (ItemPointerEquals(&tid, &tids[i]) ||
-			!table_tuple_fetch_row_version(b->rel, &tid, snapshot, slot))
+		if (ItemPointerEquals(&tid, &tids[i]))
+			continue;
+
+		/*
+		 * The version it replaced is gone: if it was held (this is its
+		 * retry), forget it, as the scan forgets a TID that holds another
+		 * row (no row version has an invalid xmin), so that a row kept
+		 * from being done is held once, not once per retry.
+		 */
+		(void) ttl_held_skip(b->pass->held, b->target->relid, &tids[i],
+							 InvalidTransactionId, now);
+		if (!table_tuple_fetch_row_version(b->rel, &tid, snapshot, slot))
 			continue;
 		xmin = ttl_slot_xmin(slot);
 		if (!TransactionIdIsCurrentTransactionId(xmin) || !ttl_filter_passes(b, slot))

@@ -1099,3 +1099,46 @@ $$;
 
 COMMENT ON FUNCTION @extschema@.ttl_summary() IS
 	'pg_ttl_index''s summary columns, from ttl_index_stats, then whether each policy is healthy and why not';
+
+-- A set column of an anonymize policy must stay able to store its value,
+-- and must not become unique (set.c: the rule ttl_create_index() applies).
+-- ALTER TABLE is checked by ttl_index_on_alter_table; CREATE INDEX (a
+-- unique index on a set column, of the table or of one of its partitions
+-- or children) here.  The command's tag goes into the error.
+CREATE FUNCTION @extschema@.ttl_index_check_policy(policy_id integer, command text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'ttl_index_check_policy'
+LANGUAGE C STRICT;
+
+REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_check_policy(integer, text) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.ttl_index_on_create_index()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	pid integer;
+BEGIN
+	FOR pid IN
+		WITH RECURSIVE up(relid) AS (
+			SELECT i.indrelid
+			  FROM pg_catalog.pg_event_trigger_ddl_commands() c
+			  JOIN pg_catalog.pg_index i ON i.indexrelid = c.objid
+			 WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+			UNION
+			SELECT h.inhparent
+			  FROM up JOIN pg_catalog.pg_inherits h ON h.inhrelid = up.relid)
+		SELECT p.id FROM @extschema@.ttl_index_policy p
+		 WHERE p.set_columns IS NOT NULL AND p.relid IN (SELECT relid FROM up)
+		 ORDER BY p.id
+	LOOP
+		PERFORM @extschema@.ttl_index_check_policy(pid, TG_TAG);
+	END LOOP;
+END
+$$;
+
+CREATE EVENT TRIGGER ttl_index_on_create_index ON ddl_command_end
+	WHEN TAG IN ('CREATE INDEX')
+	EXECUTE FUNCTION @extschema@.ttl_index_on_create_index();

@@ -1512,7 +1512,7 @@ ttl_api_pause_policy(TtlPolicy *p, const char *why)
 	ereport(WARNING,
 			(errmsg("the TTL policy on column \"%s\" of table %s is paused: %s",
 					p->column_name, relname ? relname : "?", why),
-			 errhint("Its owner can change it with ttl_create_index() and resume it with ttl_resume().")));
+			 errhint("Its owner can change it with ttl_alter_index() and resume it with ttl_resume().")));
 }
 
 /*
@@ -1554,10 +1554,11 @@ ttl_api_check_filter_columns(TtlPolicy *p, Relation rel)
 
 /*
  * ttl_api_check_one
- *		The checks of ttl_index_check_policy on one policy, its table open.
+ *		The checks of ttl_index_check_policy on one policy, its table open,
+ *		after `command` (ALTER TABLE, CREATE INDEX).
  */
 static void
-ttl_api_check_one(TtlPolicy *p, Relation rel)
+ttl_api_check_one(TtlPolicy *p, Relation rel, const char *command)
 {
 	TtlTarget  *t;
 	ErrorContextCallback errcallback;
@@ -1574,6 +1575,8 @@ ttl_api_check_one(TtlPolicy *p, Relation rel)
 				 errmsg("the archive table %s would not be owned by the owner of table %s",
 						get_rel_name(p->archive_relid), RelationGetRelationName(rel)),
 				 errdetail("A policy archives only into a table of its table's owner.")));
+	/* whether the columns can still store the values (set.c) */
+	ttl_set_recheck(rel, p, command);
 	t = ttl_target_create(p->relid, false, CurrentMemoryContext);
 	ttl_api_check_filter_columns(p, rel);
 	if (p->action == TTL_ACTION_ARCHIVE)
@@ -1646,14 +1649,17 @@ ttl_api_policy_by_id(int32 id)
 }
 
 /*
- * ttl_index_check_policy(policy_id integer) returns void
+ * ttl_index_check_policy(policy_id integer[, command text]) returns void
  *		Called by the ALTER TABLE event trigger for each policy whose table
- *		or archive table was altered: raise an error, which undoes the ALTER
- *		TABLE, when the policy can no longer work as the tables now are (a
- *		column type it cannot use, a filter that no longer parses because a
- *		column it names was renamed or dropped, an archive table that no
- *		longer takes the table's columns, or that is no longer the table
- *		owner's).  The error names the policy.
+ *		or archive table was altered, and by the CREATE INDEX one for each
+ *		anonymize policy on the index's table or one of its ancestors
+ *		(command: the command's tag; ALTER TABLE without it): raise an
+ *		error, which undoes the command, when the policy can no longer work
+ *		as the tables now are (a column type it cannot use, a filter that
+ *		no longer parses because a column it names was renamed or dropped,
+ *		an archive table that no longer takes the table's columns, or that
+ *		is no longer the table owner's, a set column that can no longer
+ *		store its value or that is now unique).  The error names the policy.
  *
  *		Only the policy's owner (a role with the rights of its table's
  *		owner) is refused so: a policy must not block another role's DDL on
@@ -1666,6 +1672,8 @@ Datum
 ttl_index_check_policy(PG_FUNCTION_ARGS)
 {
 	int32		id = PG_GETARG_INT32(0);
+	char	   *command = PG_NARGS() > 1 ? text_to_cstring(PG_GETARG_TEXT_PP(1)) :
+		"ALTER TABLE";
 	TtlPolicy  *p = ttl_api_policy_by_id(id);
 	Relation	rel;
 
@@ -1676,7 +1684,7 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	if (has_privs_of_role(GetOuterUserId(), rel->rd_rel->relowner))
 	{
-		ttl_api_check_one(p, rel);
+		ttl_api_check_one(p, rel, command);
 		ttl_api_zone_follows(p, rel);
 	}
 	else
@@ -1689,7 +1697,7 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(cxt);
 		PG_TRY();
 		{
-			ttl_api_check_one(p, rel);
+			ttl_api_check_one(p, rel, command);
 			ReleaseCurrentSubTransaction();
 		}
 		PG_CATCH();

@@ -521,7 +521,7 @@ ttl_batch_check_rights(TtlBatch *b)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("the archive table %s is not owned by the owner of table %s",
 						get_rel_name(b->policy->archive_relid), RelationGetRelationName(rel)),
-				 errhint("Make the archive table the table owner's, or change the policy with ttl_create_index().")));
+				 errhint("Make the archive table the table owner's, or change the policy with ttl_alter_index().")));
 }
 
 /*
@@ -637,11 +637,71 @@ ttl_filter_passes(TtlBatch *b, TupleTableSlot *slot)
 }
 
 /*
+ * ttl_batch_hold_not_done
+ *		After an anonymize's statement: each row it updated whose new
+ *		version is still not done (a trigger or a rule changed a set column
+ *		again) is held (held.c), the new version by its TID and xmin, so
+ *		that neither the rest of the pass nor the next passes rewrite it
+ *		before its backoff: the new version lands after the pass's resume
+ *		point, and a pass whose rows all share one key would otherwise
+ *		never end.  Returns how many rows it held.  A held set that is full
+ *		fails the batch as the policy's (ERRCODE_PROGRAM_LIMIT_EXCEEDED is
+ *		not some rows' error), which rolls the updates back.
+ */
+static int
+ttl_batch_hold_not_done(TtlBatch *b, ItemPointerData *tids, int ntids)
+{
+	Snapshot	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	TableScanDesc scan = table_beginscan_tid(b->rel, snapshot);
+	TupleTableSlot *slot = table_slot_create(b->rel, NULL);
+	TimestampTz now = GetCurrentTimestamp();
+	int			held = 0;
+
+	for (int i = 0; i < ntids; i++)
+	{
+		ItemPointerData tid = tids[i];
+		TransactionId xmin;
+
+		/* the version the statement made, if it updated the row */
+		table_tuple_get_latest_tid(scan, &tid);
+		if (ItemPointerEquals(&tid, &tids[i]))
+			continue;
+
+		/*
+		 * The version it replaced is gone: if it was held (this is its
+		 * retry), forget it, as the scan forgets a TID that holds another
+		 * row (no row version has an invalid xmin), so that a row kept
+		 * from being done is held once, not once per retry.
+		 */
+		(void) ttl_held_skip(b->pass->held, b->target->relid, &tids[i],
+							 InvalidTransactionId, now);
+		if (!table_tuple_fetch_row_version(b->rel, &tid, snapshot, slot))
+			continue;
+		xmin = ttl_slot_xmin(slot);
+		if (!TransactionIdIsCurrentTransactionId(xmin) || !ttl_filter_passes(b, slot))
+			continue;
+		if (!ttl_held_add(b->pass->held, b->target->relid, &tid, xmin, now))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many anonymized rows of table \"%s\" are still not done after their update",
+							RelationGetRelationName(b->rel)),
+					 errdetail("A trigger or a rule changes the set columns again."),
+					 errhint("Make the trigger leave the policy's set_columns values alone, or change set_columns.")));
+		held++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	return held;
+}
+
+/*
  * ttl_batch_statement
  *		The executor path's act: run the statement over the rows the scan
  *		collected (or a retried group).  The rows are recorded in the result
  *		first, in the pass's memory, so that a caller whose transaction
- *		fails can retry them in parts.
+ *		fails can retry them in parts.  An anonymize counts the rows its
+ *		update left done; those still not done are held.
  */
 static void
 ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
@@ -668,7 +728,12 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	else if (b->policy->action == TTL_ACTION_SOFT_DELETE)
 		result->soft_deleted += processed;
 	else if (b->policy->action == TTL_ACTION_ANONYMIZE)
-		result->anonymized += processed;
+	{
+		int			held = processed > 0 ? ttl_batch_hold_not_done(b, tids, ntids) : 0;
+
+		result->deleted -= held;
+		result->anonymized += processed - held;
+	}
 	result->ntids = 0;
 }
 

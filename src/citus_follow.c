@@ -396,7 +396,7 @@ ttl_citus_refuse_kind(TtlCitusHeld *h, char kind)
 				 errmsg("cannot distribute table \"%s\": its TTL policy archives the rows it expires",
 						h->relname),
 				 errdetail("Each node purges its own shards; the archive table would have to be on every node."),
-				 errhint("Give the policy action \"delete\" or \"soft_delete\" with ttl_create_index(), or drop it with ttl_drop_index(), first.")));
+				 errhint("Give the policy action \"delete\" or \"soft_delete\" with ttl_alter_index(), or drop it with ttl_drop_index(), first.")));
 }
 
 /*

@@ -243,4 +243,15 @@ ttl_regprocedure_lookup(const char *signature)
 	make_range((typcache), (lower), (upper), false)
 #endif
 
+/*
+ * PostgreSQL 18 ("Add support for NOT ENFORCED in CHECK constraints") lets
+ * a CHECK constraint be NOT ENFORCED (ConstrCheck.ccenforced); before, every
+ * CHECK constraint was enforced.
+ */
+#if PG_VERSION_NUM >= 180000
+#define ttl_check_enforced(check)	((check)->ccenforced)
+#else
+#define ttl_check_enforced(check)	((void) (check), true)
+#endif
+
 #endif							/* TTL_COMPAT_H */

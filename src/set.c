@@ -43,8 +43,26 @@
  * needs the type's equality operator: a column of a type without one (json,
  * point) is refused.
  *
- * Nothing here evaluates a value or runs user code: parsing reads the
- * constants with their types' input functions only.
+ * What the column stores.  A value is stored as the column would store it
+ * (ttl_set_storable): coerced with the column's typmod and domain and
+ * evaluated once, when the policy is made, so that numeric(5,2) set to
+ * 1.234 is stored, compared and written as 1.23 and timestamp(0) set to a
+ * fraction as the whole second it rounds to (a "done" test against the
+ * constant as written would never hold).  The same rule then refuses a
+ * value the column cannot hold: one its type, typmod or domain rejects,
+ * NULL on a NOT NULL column, one that a CHECK constraint over set columns
+ * alone rejects (a CHECK that also reads other columns is left to the
+ * rows: a row it refuses is held, held.c), and a set column in a unique
+ * index or exclusion constraint (ttl_set_refuse_keys).  It runs at
+ * ttl_create_index() and after every DDL on the policy's table that could
+ * break it (ttl_set_recheck, from the event triggers: ALTER TABLE, CREATE
+ * INDEX), on the table and each of its partitions and children.  Domain
+ * and CHECK expressions are the table owner's code: they are evaluated as
+ * the owner, in a restricted operation (owner.c).
+ *
+ * Reading a stored list (ttl_set_read) evaluates nothing and runs no user
+ * code: parsing reads the constants with their types' input functions
+ * only.
  *
  * Locking: the caller holds a lock on the table; partitions and children
  * are opened with AccessShareLock by ttl_set_check.
@@ -62,6 +80,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
+#include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -79,6 +98,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* "UPDATE ttl_set SET ", which ttl_set_raw puts before the list */
@@ -489,10 +509,232 @@ ttl_set_deparse(Relation rel, List *cols)
 }
 
 /*
+ * ttl_set_checks_pass
+ *		Whether every enforced CHECK constraint of rel that reads set
+ *		columns only accepts the row made of the values in slot (NULL
+ *		elsewhere); *failed names the first that does not.  A CHECK that
+ *		reads another column cannot be decided here (see the top of the
+ *		file).  Runs the constraints' expressions: the caller is the owner.
+ */
+static bool
+ttl_set_checks_pass(Relation rel, Bitmapset *setcols, TupleTableSlot *slot,
+					EState *estate, const char **failed)
+{
+	TupleConstr *constr = RelationGetDescr(rel)->constr;
+
+	for (int i = 0; constr != NULL && i < constr->num_check; i++)
+	{
+		ConstrCheck *check = &constr->check[i];
+		Node	   *expr;
+		Bitmapset  *reads = NULL;
+		ExprState  *state;
+		ExprContext *econtext = GetPerTupleExprContext(estate);
+
+		if (!ttl_check_enforced(check))
+			continue;
+		expr = stringToNode(check->ccbin);
+		pull_varattnos(expr, 1, &reads);
+		if (reads == NULL || !bms_is_subset(reads, setcols))
+			continue;
+		state = ExecPrepareCheck(list_make1(expression_planner((Expr *) expr)), estate);
+		econtext->ecxt_scantuple = slot;
+		if (!ExecCheck(state, econtext))
+		{
+			*failed = check->ccname;
+			return false;
+		}
+		ResetExprContext(econtext);
+	}
+	return true;
+}
+
+/*
+ * Why ttl_set_store_values refused a value: the column, and a sentence
+ * (NULL when an error says it).  Allocated by the caller, not on its stack:
+ * it is read after an error's longjmp.
+ */
+typedef struct TtlSetRefusal
+{
+	TtlSetColumn *bad;
+	char	   *why;
+} TtlSetRefusal;
+
+/*
+ * ttl_set_store_values
+ *		The body of ttl_set_storable, in its subtransaction, as the owner:
+ *		each value evaluated as rel's column stores it (into a Const in
+ *		cxt), then the NOT NULL and CHECK constraints.  Sets r->bad to the
+ *		column in hand (when an error is raised) or refused, and r->why to
+ *		the reason when it refuses without an error.
+ */
+static void
+ttl_set_store_values(Relation rel, List *cols, MemoryContext cxt, TtlSetRefusal *r)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate = CreateExecutorState();
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	Bitmapset  *setcols = NULL;
+	const char *failed = NULL;
+	ListCell   *lc;
+
+	ExecClearTuple(slot);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		slot->tts_values[i] = (Datum) 0;
+		slot->tts_isnull[i] = true;
+	}
+	foreach(lc, cols)
+	{
+		TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+		Form_pg_attribute att = TupleDescAttr(desc, col->attnum - 1);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		Const	   *c;
+
+		r->bad = col;
+		c = (Const *) evaluate_expr((Expr *) col->value, att->atttypid, -1,
+									att->attcollation);
+		MemoryContextSwitchTo(old);
+		col->value = (Node *) c;
+		if (c->constisnull && att->attnotnull)
+		{
+			r->why = psprintf("Column \"%s\" of table \"%s\" is NOT NULL.",
+							  col->name, RelationGetRelationName(rel));
+			break;
+		}
+		slot->tts_values[col->attnum - 1] = c->constvalue;
+		slot->tts_isnull[col->attnum - 1] = c->constisnull;
+		setcols = bms_add_member(setcols, col->attnum - FirstLowInvalidHeapAttributeNumber);
+	}
+	/* a constraint that fails to evaluate on the values names the first */
+	if (r->why == NULL)
+		r->bad = (TtlSetColumn *) linitial(cols);
+	ExecStoreVirtualTuple(slot);
+	if (r->why == NULL && !ttl_set_checks_pass(rel, setcols, slot, estate, &failed))
+	{
+		foreach(lc, cols)
+		{
+			TtlSetColumn *col = (TtlSetColumn *) lfirst(lc);
+			char	   *ccbin = NULL;
+
+			/* the first set column the constraint reads, for the message */
+			for (int i = 0; i < desc->constr->num_check; i++)
+			{
+				if (strcmp(desc->constr->check[i].ccname, failed) == 0)
+					ccbin = desc->constr->check[i].ccbin;
+			}
+			if (ccbin != NULL)
+			{
+				Bitmapset  *reads = NULL;
+
+				pull_varattnos(stringToNode(ccbin), 1, &reads);
+				if (bms_is_member(col->attnum - FirstLowInvalidHeapAttributeNumber, reads))
+				{
+					r->bad = col;
+					break;
+				}
+			}
+		}
+		r->why = psprintf("The check constraint \"%s\" of table \"%s\" refuses it.",
+						failed, RelationGetRelationName(rel));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExecutorState(estate);
+}
+
+/*
+ * ttl_set_storable
+ *		The one rule a set list must meet on a table (see the top of the
+ *		file): can each column store its value, and is none unique.  cols
+ *		is the list as ttl_set_parse read it against rel (which refused
+ *		the unique ones); each value is evaluated as rel's column stores
+ *		it, as rel's owner in a restricted operation, and replaced by the
+ *		constant stored.  A value the column cannot hold raises an error
+ *		naming the column.
+ */
+static void
+ttl_set_storable(Relation rel, List *cols)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata = NULL;
+	TtlSetRefusal *r = palloc0(sizeof(TtlSetRefusal));
+	char	   *value;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		TtlOwnerSave save;
+
+		ttl_owner_enter(rel->rd_rel->relowner, &save);
+		ttl_set_store_values(rel, cols, cxt, r);
+		ttl_owner_leave(&save);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		edata = ttl_error_catch_subxact(cxt, owner);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+
+	if (edata == NULL && r->why == NULL)
+		return;
+	Assert(r->bad != NULL);
+	{
+		int			nestlevel = ttl_parse_env_enter();
+
+		value = deparse_expression(r->bad->value, NIL, false, false);
+		ttl_parse_env_leave(nestlevel);
+	}
+	ereport(ERROR,
+			(errcode(edata != NULL ? edata->sqlerrcode : ERRCODE_CHECK_VIOLATION),
+			 errmsg("column \"%s\" of table \"%s\" cannot store its set_columns value %s",
+					r->bad->name, RelationGetRelationName(rel), value),
+			 r->why != NULL ? errdetail_internal("%s", r->why) :
+			 errdetail("Storing it fails: %s.", edata->message),
+			 errhint("Set a value the column can store.")));
+}
+
+/*
+ * ttl_set_check_children
+ *		ttl_set_storable on each partition and inheritance child of rel,
+ *		the stored list parsed against it (which refuses its unique set
+ *		columns and its partition key's).
+ */
+static void
+ttl_set_check_children(Relation rel, TtlPolicy *policy, const char *text)
+{
+	ListCell   *lc;
+
+	if (!rel->rd_rel->relhassubclass)
+		return;
+	foreach(lc, find_all_inheritors(RelationGetRelid(rel), AccessShareLock, NULL))
+	{
+		Relation	child;
+		AttrNumber	key_attnum;
+		AttrNumber	ttl_attnum;
+
+		if (lfirst_oid(lc) == RelationGetRelid(rel))
+			continue;
+		child = relation_open(lfirst_oid(lc), NoLock);
+		key_attnum = get_attnum(lfirst_oid(lc), policy->column_name);
+		ttl_attnum = policy->ttl_column ?
+			get_attnum(lfirst_oid(lc), policy->ttl_column) : 0;
+		ttl_set_storable(child, ttl_set_parse(child, text, true,
+											  key_attnum == InvalidAttrNumber ? 0 : key_attnum,
+											  ttl_attnum == InvalidAttrNumber ? 0 : ttl_attnum));
+		relation_close(child, NoLock);
+	}
+}
+
+/*
  * ttl_set_check
  *		Check a policy's set_columns against its table (and each of its
- *		partitions and children: their own unique indexes and partition
- *		keys) as the caller, and store them as they are to be read again.
+ *		partitions and children: their own unique indexes, partition keys
+ *		and constraints) as the caller, and store them as they are to be
+ *		read again: each value as the column stores it (ttl_set_storable).
  *		The policy's TTL column (attnum) and ttl_column are resolved.
  */
 void
@@ -503,11 +745,12 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 	List	   *cols = ttl_set_parse(rel, policy->set_columns, false,
 									 policy->attnum, ttl_attnum);
 	List	   *stored;
-	List	   *names = NIL;
-	List	   *null_names = NIL;
 	ListCell   *lc;
 	char	   *distcol;
-	char	   *text = ttl_set_deparse(rel, cols);
+	char	   *text;
+
+	ttl_set_storable(rel, cols);
+	text = ttl_set_deparse(rel, cols);
 
 	/* the stored text, read as every later reader will, must say the same */
 	stored = ttl_set_parse(rel, text, true, policy->attnum, ttl_attnum);
@@ -527,23 +770,57 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 					 errmsg("set_columns must not name column \"%s\": it is the distribution column of table \"%s\"",
 							col->name, RelationGetRelationName(rel)),
 					 errdetail("The row would have to move to another shard.")));
-		names = lappend(names, makeString(col->name));
-		if (IsA(col->value, Const) && ((Const *) col->value)->constisnull)
-			null_names = lappend(null_names, makeString(col->name));
 	}
-	if (rel->rd_rel->relhassubclass)
-	{
-		foreach(lc, find_all_inheritors(RelationGetRelid(rel), AccessShareLock, NULL))
-		{
-			Relation	child;
+	ttl_set_check_children(rel, policy, text);
+}
 
-			if (lfirst_oid(lc) == RelationGetRelid(rel))
-				continue;
-			child = relation_open(lfirst_oid(lc), NoLock);
-			ttl_set_refuse_keys(child, names, null_names);
-			relation_close(child, NoLock);
-		}
+/*
+ * ttl_set_recheck
+ *		After DDL on the table of an anonymize policy (the event triggers,
+ *		api.c): the rule of ttl_create_index() (ttl_set_storable) over the
+ *		stored set_columns, on the table and each of its partitions and
+ *		children.  A table that would break the policy raises an error
+ *		naming the command, the policy and the column, which undoes the
+ *		DDL.
+ */
+void
+ttl_set_recheck(Relation rel, TtlPolicy *policy, const char *command)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata = NULL;
+
+	if (policy->set_columns == NULL)
+		return;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		AttrNumber	ttl_attnum = policy->ttl_column ?
+			get_attnum(RelationGetRelid(rel), policy->ttl_column) : 0;
+
+		ttl_set_storable(rel, ttl_set_parse(rel, policy->set_columns, true,
+											policy->attnum, ttl_attnum));
+		ttl_set_check_children(rel, policy, policy->set_columns);
+		ReleaseCurrentSubTransaction();
 	}
+	PG_CATCH();
+	{
+		edata = ttl_error_catch_subxact(cxt, owner);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (edata == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(edata->sqlerrcode),
+			 errmsg("%s would break the TTL policy on column \"%s\" of table %s: %s",
+					command, policy->column_name, ttl_qualified_relname(policy->relid),
+					edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) :
+			 errdetail("The policy's set_columns are: %s.", policy->set_columns),
+			 errhint("Change the policy's set_columns with ttl_alter_index(), or drop the policy with ttl_drop_index(), first.")));
 }
 
 /*

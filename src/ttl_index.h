@@ -303,6 +303,7 @@ typedef struct TtlSetColumn
 } TtlSetColumn;
 
 extern void ttl_set_check(Relation rel, TtlPolicy *policy);
+extern void ttl_set_recheck(Relation rel, TtlPolicy *policy, const char *command);
 extern List *ttl_set_read(Relation rel, TtlPolicy *policy, AttrNumber key_attnum,
 						  AttrNumber ttl_attnum);
 extern char *ttl_set_assignments_sql(List *cols);

@@ -640,6 +640,7 @@ extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
 extern const char *ttl_origin_failure(bool *news);
 extern int	ttl_origin_drop_unused(void);
+extern void ttl_origin_check_capacity(void);
 
 /* ----------
  * The wall-time bound of a batch (timeout.c)
@@ -843,6 +844,7 @@ extern void ttl_shmem_publish_settings(void);
 /* worker side of its slot */
 extern bool ttl_slot_attach(Oid dboid);
 extern int	ttl_shmem_origin_claim(void);
+extern bool ttl_shmem_origin_in_use(int slot);
 extern void ttl_slot_report_extension(bool installed);
 extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_must_leave(void);

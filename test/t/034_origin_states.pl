@@ -59,14 +59,17 @@ for my $round (1, 2)
 {
 	fill();
 	my $t0 = time();
-	while (time() - $t0 < $PostgreSQL::Test::Utils::timeout_default && purged() < 15)
+	for (;;)
 	{
 		my $n = $node->safe_psql('postgres', $ours);
 		$max_ours = $n if $n > $max_ours;
-		sleep(0.1);
+		last if purged() == 15 || time() - $t0 > $PostgreSQL::Test::Utils::timeout_default;
 	}
 	is(purged(), 15, "round $round: every one of the fifteen databases is purged");
 }
+# the states held once the rows are gone: those of running workers only
+my $n = $node->safe_psql('postgres', $ours);
+$max_ours = $n if $n > $max_ours;
 cmp_ok($max_ours, '<=', 8, "ttl_index never held more than 10 - 2 states ($max_ours)");
 cmp_ok($max_ours, '>=', 1, 'its changes did carry its origin');
 like(slurp_file($node->logfile),

@@ -73,7 +73,8 @@ typedef struct TtlHeldRow
 
 struct TtlHeld
 {
-	HTAB	   *rows;
+	HTAB	   *rows;			/* NULL until a first row or table is held */
+	MemoryContext cxt;			/* where rows is made */
 	int			count;			/* rows held */
 	int			tables;			/* tables held */
 	int			reported[TTL_HELD_MAX_CODES];
@@ -117,15 +118,30 @@ TtlHeld *
 ttl_held_create(MemoryContext cxt)
 {
 	TtlHeld    *held = MemoryContextAllocZero(cxt, sizeof(TtlHeld));
+
+	held->cxt = cxt;
+	return held;
+}
+
+/*
+ * ttl_held_rows
+ *		The held set's table, made on first use: most policies never hold a
+ *		row, and an empty hash table costs a context of 8 kB per policy.
+ */
+static HTAB *
+ttl_held_rows(TtlHeld *held)
+{
 	HASHCTL		info;
 
+	if (held->rows != NULL)
+		return held->rows;
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(TtlHeldKey);
 	info.entrysize = sizeof(TtlHeldRow);
-	info.hcxt = cxt;
+	info.hcxt = held->cxt;
 	held->rows = hash_create("ttl_index held rows", 64, &info,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	return held;
+	return held->rows;
 }
 
 static void
@@ -180,7 +196,7 @@ ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
 	int64		backoff_s;
 
 	ttl_held_key(&key, relid, tid);
-	row = hash_search(held->rows, &key, HASH_FIND, NULL);
+	row = hash_search(ttl_held_rows(held), &key, HASH_FIND, NULL);
 	if (row == NULL && held->count >= TTL_HELD_MAX)
 		return false;
 	row = hash_search(held->rows, &key, HASH_ENTER, &found);
@@ -233,7 +249,7 @@ ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now)
 
 	ItemPointerSetInvalid(&none);
 	ttl_held_key(&key, relid, &none);
-	row = hash_search(held->rows, &key, HASH_ENTER, &found);
+	row = hash_search(ttl_held_rows(held), &key, HASH_ENTER, &found);
 	if (!found)
 	{
 		held->tables++;

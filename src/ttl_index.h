@@ -614,6 +614,7 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   TtlHeld *held, TimestampTz now,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
+extern void ttl_pass_idle(TtlPass *pass);
 extern void ttl_pass_batch(TtlPolicy *policy, TtlPass *pass,
 						   TtlBatchResult *result);
 extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,

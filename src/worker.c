@@ -695,6 +695,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 		e->warned_no_index = false;
 	ttl_worker_watch(e, pass);
 	/* kept until the next pass begins, which takes over its resolution */
+	ttl_pass_idle(pass);
 	e->last_pass = pass;
 	e->pass = NULL;
 }

@@ -42,13 +42,20 @@ my $errors = q{SELECT coalesce(sum(errors), 0) FROM ttl_index_stats};
 sub total
 {
 	my $from = -s $node->logfile;
-	$node->safe_psql('mem', "SELECT pg_log_backend_memory_contexts($pid)");
 	my ($top, $grand);
-	my $t0 = time();
+	my ($t0, $asked) = (time(), 0);
 	while (!defined $grand && time() - $t0 < $PostgreSQL::Test::Utils::timeout_default)
 	{
+		# asked again every 2 s: a request that comes during a batch can be
+		# lost to the batch's own cancel (ProcessInterrupts handles that
+		# first, and the request waits for the next interrupt)
+		if (time() - $asked > 2)
+		{
+			$node->safe_psql('mem', "SELECT pg_log_backend_memory_contexts($pid)");
+			$asked = time();
+		}
 		my $log = slurp_file($node->logfile, $from);
-		($top) = $log =~ /\[$pid\] LOG:  level: 0; TopMemoryContext: (\d+) total/;
+		($top) = $log =~ /\[$pid\] LOG:  level: [01]; TopMemoryContext: (\d+) total/;
 		($grand) = $log =~ /\[$pid\] LOG:  Grand total: (\d+) bytes/;
 		sleep(0.1) unless defined $grand;
 	}

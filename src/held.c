@@ -89,7 +89,8 @@ typedef struct TtlHeldRow
 
 struct TtlHeld
 {
-	HTAB	   *rows;
+	HTAB	   *rows;			/* NULL until a first row or table is held */
+	MemoryContext cxt;			/* where rows is made */
 	int			count;			/* rows remembered */
 	int			tables;			/* tables held */
 	uint32		pass;			/* the pass now running (from 1) */
@@ -136,15 +137,30 @@ TtlHeld *
 ttl_held_create(MemoryContext cxt)
 {
 	TtlHeld    *held = MemoryContextAllocZero(cxt, sizeof(TtlHeld));
+
+	held->cxt = cxt;
+	return held;
+}
+
+/*
+ * ttl_held_rows
+ *		The held set's table, made on first use: most policies never hold a
+ *		row, and an empty hash table costs a context of 8 kB per policy.
+ */
+static HTAB *
+ttl_held_rows(TtlHeld *held)
+{
 	HASHCTL		info;
 
+	if (held->rows != NULL)
+		return held->rows;
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(TtlHeldKey);
 	info.entrysize = sizeof(TtlHeldRow);
-	info.hcxt = cxt;
+	info.hcxt = held->cxt;
 	held->rows = hash_create("ttl_index held rows", 64, &info,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	return held;
+	return held->rows;
 }
 
 static void
@@ -257,7 +273,7 @@ ttl_held_add(TtlHeld *held, Oid relid, ItemPointer tid, TransactionId xmin,
 	int64		backoff_s;
 
 	ttl_held_key(&key, relid, tid);
-	row = hash_search(held->rows, &key, HASH_FIND, NULL);
+	row = hash_search(ttl_held_rows(held), &key, HASH_FIND, NULL);
 	if (row == NULL && held->count >= TTL_HELD_MAX)
 	{
 		held->stepped++;
@@ -317,7 +333,7 @@ ttl_held_add_table(TtlHeld *held, Oid relid, TimestampTz now)
 
 	ItemPointerSetInvalid(&none);
 	ttl_held_key(&key, relid, &none);
-	row = hash_search(held->rows, &key, HASH_ENTER, &found);
+	row = hash_search(ttl_held_rows(held), &key, HASH_ENTER, &found);
 	if (!found)
 	{
 		held->tables++;

@@ -720,6 +720,8 @@ ttl_launcher_main(Datum main_arg)
 										   sizeof(bool) * ttl_shmem_nslots());
 
 	ereport(LOG, (errmsg("ttl_index launcher started")));
+	/* the replication states its processes may take (origin.c) */
+	ttl_origin_check_capacity();
 
 	for (;;)
 	{
@@ -735,6 +737,7 @@ ttl_launcher_main(Datum main_arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			ttl_shmem_publish_settings();
+			ttl_origin_check_capacity();
 		}
 
 		loop_cxt = AllocSetContextCreate(TopMemoryContext, "ttl_index launcher loop",

@@ -88,8 +88,17 @@ ttl_pass_begin(TtlPolicy *policy, TtlPass *previous, TtlHeld *held,
 	TtlPass    *pass = MemoryContextAllocZero(cxt, sizeof(TtlPass));
 
 	pass->cxt = cxt;
+	/*
+	 * A small first block: a policy's last pass is kept between passes
+	 * (its resolution goes to the next), and an idle policy's rows context
+	 * then holds nothing; with the default sizes its 8 kB first block alone
+	 * was a fifth of an idle policy's memory.  Batches' rows grow it in
+	 * blocks of the default sizes.
+	 */
 	pass->rowscxt = AllocSetContextCreate(cxt, "ttl_index batch rows",
-										  ALLOCSET_DEFAULT_SIZES);
+										  ALLOCSET_SMALL_INITSIZE,
+										  ALLOCSET_DEFAULT_INITSIZE,
+										  ALLOCSET_DEFAULT_MAXSIZE);
 	pass->now = now;
 	pass->held = held;
 	ttl_held_pass_begin(held);
@@ -148,6 +157,19 @@ ttl_pass_list(TtlPolicy *policy, TtlPass *pass)
 	ttl_pass_end(previous);
 	/* over its cap: the second cut-off of this pass (cap.c) */
 	ttl_cap_compute(policy, pass);
+}
+
+/*
+ * ttl_pass_idle
+ *		The pass ended and is kept only for its targets' resolution (the
+ *		next pass takes it over): what its batches collected goes.
+ */
+void
+ttl_pass_idle(TtlPass *pass)
+{
+	if (pass == NULL)
+		return;
+	MemoryContextReset(pass->rowscxt);
 }
 
 /*

@@ -37,6 +37,7 @@ int			ttl_max_databases = 64;
 int			ttl_max_policies = 10000;
 int			ttl_max_workers = 3;
 int			ttl_free_worker_slots = 2;
+int			ttl_free_replication_states = 2;
 int			ttl_database_turn = 10;
 int			ttl_log_min_duration = 10000;
 int			ttl_rate_limit = 0;
@@ -241,6 +242,14 @@ ttl_settings_define(bool preload)
 							"Background worker slots ttl_index leaves to others (parallel query, logical replication, extensions).",
 							"ttl_index runs at most max_worker_processes - 1 - this many workers, whatever ttl_index.max_workers says.",
 							&ttl_free_worker_slots, 2, 0, 1000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ttl_index.free_replication_states",
+							"Replication origin states ttl_index leaves to others (subscriptions' apply and table-sync workers).",
+							"A ttl_index process sets up its replication origin only while more than this many of the server's "
+							"states (max_replication_slots, from PostgreSQL 18 max_active_replication_origins) are free.",
+							&ttl_free_replication_states, 2, 0, 1000,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

@@ -50,6 +50,7 @@ extern int	ttl_max_databases;
 extern int	ttl_max_policies;
 extern int	ttl_max_workers;
 extern int	ttl_free_worker_slots;
+extern int	ttl_free_replication_states;
 extern int	ttl_database_turn;		/* s */
 extern int	ttl_log_min_duration;	/* ms, -1 = off */
 extern int	ttl_rate_limit;			/* rows/s over all workers, 0 = none */

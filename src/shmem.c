@@ -903,6 +903,24 @@ ttl_shmem_origin_claim(void)
 	return claimed;
 }
 
+/*
+ * ttl_shmem_origin_in_use
+ *		Whether a running process holds the process slot (origin.c drops
+ *		the origins of slots none holds).  Under the slots lock.
+ */
+bool
+ttl_shmem_origin_in_use(int slot)
+{
+	bool		used;
+
+	if (OriginPids == NULL || slot < 0 || slot >= max_worker_processes)
+		return false;
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	used = OriginPids[slot] != 0;
+	LWLockRelease(SlotsLock);
+	return used;
+}
+
 /* ----------
  * Backends
  * ----------

@@ -634,6 +634,7 @@ extern TtlPass *ttl_pass_begin(TtlPolicy *policy, TtlPass *previous,
 							   TtlHeld *held, TimestampTz now,
 							   int32 row_limit, MemoryContext parent);
 extern void ttl_pass_end(TtlPass *pass);
+extern void ttl_pass_idle(TtlPass *pass);
 extern void ttl_pass_batch(TtlPolicy *policy, TtlPass *pass,
 						   TtlBatchResult *result);
 extern bool ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass,
@@ -660,6 +661,7 @@ extern bool ttl_origin_wanted(TtlPolicy *policy);
 extern void ttl_origin_config_reloaded(void);
 extern const char *ttl_origin_failure(bool *news);
 extern int	ttl_origin_drop_unused(void);
+extern void ttl_origin_check_capacity(void);
 
 /* ----------
  * The wall-time bound of a batch (timeout.c)
@@ -864,6 +866,7 @@ extern void ttl_shmem_publish_settings(void);
 /* worker side of its slot */
 extern bool ttl_slot_attach(Oid dboid);
 extern int	ttl_shmem_origin_claim(void);
+extern bool ttl_shmem_origin_in_use(int slot);
 extern void ttl_slot_report_extension(bool installed);
 extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_must_leave(void);

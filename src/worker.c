@@ -66,6 +66,12 @@
  * a memory context of their own (kept across reloads while the policy is
  * unchanged); everything a batch allocates lives in its transaction.  The
  * slot array lives in TopMemoryContext and is rebuilt at each reload.
+ * Whatever else the worker allocates outside a transaction (an error's
+ * copy, a message, a drain's start) lives in RoundContext, which is reset
+ * at each turn of the main loop and at each round of a run, as
+ * autovacuum's launcher resets its own: a transaction's end switches to
+ * TopMemoryContext, so the code here switches back to RoundContext after
+ * each (ttl_worker_in_round), and nothing of a round outlives it.
  *
  *-------------------------------------------------------------------------
  */
@@ -218,10 +224,36 @@ static TimestampTz RateRefilledAt = 0;
  * shutdown or an eviction (SIGTERM) leaves none.
  */
 static int32 BatchPolicy = 0;	/* the policy of the batch in flight */
+static MemoryContext RoundContext = NULL;	/* reset at each round */
 static emit_log_hook_type prev_emit_log_hook = NULL;
 static TtlDeath PendingDeaths[TTL_MAX_DEATHS];	/* read at start */
 static int	NumPendingDeaths = 0;
 static bool PendingDeathsApplied = false;	/* the policies were made to rest */
+
+/*
+ * ttl_worker_in_round
+ *		After a transaction's end (which leaves TopMemoryContext current):
+ *		allocate in the round's context again.
+ */
+static void
+ttl_worker_in_round(void)
+{
+	if (RoundContext != NULL)
+		MemoryContextSwitchTo(RoundContext);
+}
+
+/*
+ * ttl_worker_new_round
+ *		A round begins: what the last one allocated outside a transaction
+ *		goes (see Memory at the top of the file).
+ */
+static void
+ttl_worker_new_round(void)
+{
+	ttl_worker_in_round();
+	if (RoundContext != NULL)
+		MemoryContextReset(RoundContext);
+}
 
 /*
  * ttl_worker_entry_free
@@ -433,6 +465,7 @@ ttl_worker_reload(void)
 
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	ttl_worker_in_round();
 	pgstat_report_activity(STATE_IDLE, NULL);
 	LoadedAt = GetCurrentTimestamp();
 	Loaded = true;
@@ -673,6 +706,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 				StartTransactionCommand();
 				ttl_pass_no_index_error(&e->policy, WARNING);
 				CommitTransactionCommand();
+				ttl_worker_in_round();
 				e->warned_no_index = true;
 			}
 			break;
@@ -683,6 +717,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 		e->warned_no_index = false;
 	ttl_worker_watch(e, pass);
 	/* kept until the next pass begins, which takes over its resolution */
+	ttl_pass_idle(pass);
 	e->last_pass = pass;
 	e->pass = NULL;
 }
@@ -733,6 +768,7 @@ ttl_worker_window_closed(TtlSchedEntry *e)
 	ttl_keepup_window_closed(&e->keepup, relname ? relname : "?",
 							 e->policy.column_name, opens);
 	CommitTransactionCommand();
+	ttl_worker_in_round();
 	ttl_stats_set_rates(MyDatabaseId, &e->policy, e->keepup.expiry_rate,
 						e->keepup.delete_rate, ttl_keepup_behind(&e->keepup));
 	ttl_pass_end(e->pass);
@@ -752,13 +788,16 @@ static void
 ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 {
 	TtlBatchResult result;
-	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext cxt;
 	TimestampTz now;
 	char		relname[TTL_QUALNAME_LEN];
 	double		rate;
 	TtlPass    *pass = e->pass;
 	ErrorData  *edata = NULL;
 
+	/* what outlives the transaction is the round's (see Memory, above) */
+	ttl_worker_in_round();
+	cxt = CurrentMemoryContext;
 	memset(&result, 0, sizeof(result));
 	*deleted = 0;
 	snprintf(relname, sizeof(relname), "with OID %u", e->policy.relid);
@@ -811,17 +850,21 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 
 	if (edata != NULL)
 	{
+		/* the abort left TopMemoryContext current */
+		MemoryContextSwitchTo(cxt);
 		BatchPolicy = 0;
 		ttl_origin_batch_end();
 		ttl_slot_batch_end(pass);
 		now = GetCurrentTimestamp();
 		if (ttl_timeout_fired())
 		{
+			char		message[128];
+
 			/* canceled by its deadline: the policy's failure (timeout.c) */
-			ttl_worker_rest(e, edata,
-							psprintf("the batch ran past ttl_index.batch_timeout (%d ms)",
-									 ttl_timeout_ms()),
-							relname, now);
+			snprintf(message, sizeof(message),
+					 "the batch ran past ttl_index.batch_timeout (%d ms)",
+					 ttl_timeout_ms());
+			ttl_worker_rest(e, edata, message, relname, now);
 		}
 		else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 		{
@@ -840,6 +883,8 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
+	/* the commit left TopMemoryContext current */
+	MemoryContextSwitchTo(cxt);
 
 	ttl_timeout_batch_end();
 	BatchPolicy = 0;
@@ -1545,7 +1590,11 @@ ttl_worker_run(void)
 		bool		ran = false;
 		TimestampTz ready = 0;
 		TtlOwnerShare shares[TTL_FAIR_OWNERS];
-		int			nshares = ttl_worker_owner_shares(shares);
+		int			nshares;
+
+		/* one batch per policy in pass: a round (see Memory, above) */
+		ttl_worker_new_round();
+		nshares = ttl_worker_owner_shares(shares);
 
 		/* each round starts one entry further: an owner's turns rotate */
 		RoundStart = RoundStart + 1 < ScheduleLen ? RoundStart + 1 : 0;
@@ -1738,11 +1787,15 @@ ttl_worker_main(Datum main_arg)
 	(void) ttl_origin_drop_unused();
 	ttl_yield_start();
 	ttl_targets_init();
+	RoundContext = AllocSetContextCreate(TopMemoryContext, "ttl_index worker round",
+										 ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
 		long		sleep_ms = ttl_max_sleep;
 
+		/* nothing of the last turn outlives it (see Memory, above) */
+		ttl_worker_new_round();
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

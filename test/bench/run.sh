@@ -820,13 +820,28 @@ SQL
 }
 
 # ---------------------------------------------------------------- 5
+# worker_memory PID: the process's memory contexts in bytes, the "Grand
+# total" line pg_log_backend_memory_contexts() makes it log (its private
+# memory; RSS counts the shared buffers it touched as well)
+worker_memory() {
+	local from i got=""
+	from=$(($(stat -c %s "$dir/log") + 1))
+	sql "SELECT pg_log_backend_memory_contexts($1)" >/dev/null
+	for i in $(seq 1 100); do
+		got=$(tail -c +"$from" "$dir/log" | sed -n "s/.*\[$1\] LOG:  Grand total: \([0-9]*\) bytes.*/\1/p" | head -1)
+		[ -n "$got" ] && { echo "$got"; return 0; }
+		sleep 0.1
+	done
+	echo 0
+}
+
 s5() {
-	local n have=0 secs=$s5_secs pid a0 a1 l0 l1 lpid pct_w pct_l goal
+	local n have=0 secs=$s5_secs pid a0 a1 l0 l1 lpid pct_w pct_l goal mem
 	echo
 	echo "== 5. idle cost: $(sed 's/ / and /' <<<"$s5_sizes") policies, one table each, nothing expiring (3 rows per table, expiring in 1 day); worker CPU over $secs s"
 	worker on
 	printf '%10s %-30s %10s %12s\n' policies process "CPU ticks" "% of a core"
-	printf 'policies\tseconds\tworker_ticks\tworker_pct\tlauncher_pct\n' > "$out/s5_idle.tsv"
+	printf 'policies\tseconds\tworker_ticks\tworker_pct\tlauncher_pct\tworker_memory_bytes\n' > "$out/s5_idle.tsv"
 	for n in $s5_sizes; do
 		sql "DO \$\$ BEGIN FOR i IN $((have + 1))..$n LOOP
 			EXECUTE format('CREATE TABLE s5_%s (id int, expires_at timestamptz NOT NULL)', i);
@@ -846,7 +861,10 @@ s5() {
 		pct_l=$(calc "($l1 - $l0) / $tck / $secs * 100" 2)
 		printf '%10s %-30s %10s %12s\n' "$(fmt "$n")" "worker (pid $pid)" "$((a1 - a0))" "$pct_w"
 		printf '%10s %-30s %10s %12s\n' "" "launcher (pid $lpid)" "$((l1 - l0))" "$pct_l"
-		printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct_w" "$pct_l" >> "$out/s5_idle.tsv"
+		mem=$(worker_memory "$pid")
+		printf '%10s %-30s %s MB, %s kB per policy\n' "" "worker memory contexts" \
+			"$(calc "$mem / 1048576" 1)" "$(calc "$mem / 1024 / $n" 1)"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$secs" "$((a1 - a0))" "$pct_w" "$pct_l" "$mem" >> "$out/s5_idle.tsv"
 		# 1% of a core up to 1,000 policies, 5% at 10,000
 		goal=$([ "$n" -gt 1000 ] && echo 5 || echo 1)
 		target 5 "idle worker CPU, $(fmt "$n") policies (% core)" "$pct_w" "< $goal" "$(awk -v a="$pct_w" -v g=$goal 'BEGIN {print (a < g) ? 1 : 0}')"

@@ -30,9 +30,10 @@
  * errors, last run), marked stale with the time they were read, so that
  * the coordinator's sums never fall because a node is down.  They are kept
  * in shared memory by whoever reads them (a fixed number of entries, the
- * oldest replaced first; only the counters every role may see), from the
- * server's start: a coordinator restarted while a node is down has
- * nothing to give for it, and says so (state, no counts).
+ * oldest replaced first; only the counters every role may see), written to
+ * a file at a clean shutdown and read back at the start, as the counters
+ * are (stats.c): a coordinator that crashed, restarted while a node is
+ * down, has nothing to give for it, and says so (state, no counts).
  *
  * Locking: the cache's entries under its own lock ("ttl_index citus
  * counts"), held only to copy an entry in or out.
@@ -41,6 +42,8 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -48,6 +51,10 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "pgstat.h"
+#include "storage/fd.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_publication.h"
 #include "access/xact.h"
@@ -106,6 +113,13 @@ typedef struct TtlCitusCounts
 
 static TtlCitusCounts *Counts = NULL;
 static LWLock *CountsLock = NULL;
+
+/* the cache across clean restarts; the magic changes with TtlCitusCount */
+#define TTL_CITUS_COUNTS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index_citus.stat"
+#define TTL_CITUS_COUNTS_MAGIC	0x544c4302
+
+static void ttl_citus_counts_load(void);
+static void ttl_citus_counts_save(int code, Datum arg);
 
 /*
  * ttl_citus_counts_wanted
@@ -171,6 +185,93 @@ ttl_citus_shmem_init(void)
 	}
 	CountsLock = &(GetNamedLWLockTranche(TTL_LOCK_CITUS_COUNTS))[0].lock;
 	LWLockRelease(AddinShmemInitLock);
+	/* in the postmaster: what the last clean shutdown kept, and keep at exit */
+	if (!found && !IsUnderPostmaster && Counts->n > 0)
+	{
+		ttl_citus_counts_load();
+		on_shmem_exit(ttl_citus_counts_save, (Datum) 0);
+	}
+}
+
+/*
+ * ttl_citus_counts_load
+ *		Fill the cache from its file, then remove it, so that a crash never
+ *		brings back older totals.  A missing, short or foreign file is not
+ *		an error: the cache starts empty.
+ */
+static void
+ttl_citus_counts_load(void)
+{
+	FILE	   *file;
+	uint32		magic;
+	int32		n;
+
+	file = AllocateFile(TTL_CITUS_COUNTS_FILE, PG_BINARY_R);
+	if (file == NULL)
+		return;
+	if (fread(&magic, sizeof(magic), 1, file) == 1 && magic == TTL_CITUS_COUNTS_MAGIC &&
+		fread(&n, sizeof(n), 1, file) == 1)
+	{
+		for (int i = 0; i < n && i < Counts->n; i++)
+		{
+			if (fread(&Counts->e[i], sizeof(TtlCitusCount), 1, file) != 1)
+			{
+				memset(&Counts->e[i], 0, sizeof(TtlCitusCount));
+				break;
+			}
+			Counts->e[i].nodename[sizeof(Counts->e[i].nodename) - 1] = '\0';
+		}
+	}
+	FreeFile(file);
+	unlink(TTL_CITUS_COUNTS_FILE);
+}
+
+/*
+ * ttl_citus_counts_save
+ *		At postmaster exit after a clean shutdown, write the cache to its
+ *		file (as stats.c writes the counters), so that the coordinator's
+ *		totals, those of removed nodes among them, survive a restart.
+ */
+static void
+ttl_citus_counts_save(int code, Datum arg)
+{
+	FILE	   *file;
+	uint32		magic = TTL_CITUS_COUNTS_MAGIC;
+	int32		n = 0;
+	ControlFileData *control;
+	bool		crc_ok;
+
+	if (code != 0 || Counts == NULL)
+		return;
+	control = get_controlfile(DataDir, &crc_ok);
+	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
+					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+		return;
+	for (int i = 0; i < Counts->n; i++)
+		if (Counts->e[i].dboid != InvalidOid)
+			n++;
+	file = AllocateFile(TTL_CITUS_COUNTS_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		return;
+	if (fwrite(&magic, sizeof(magic), 1, file) == 1 && fwrite(&n, sizeof(n), 1, file) == 1)
+	{
+		bool		ok = true;
+
+		for (int i = 0; i < Counts->n && ok; i++)
+			if (Counts->e[i].dboid != InvalidOid)
+				ok = fwrite(&Counts->e[i], sizeof(TtlCitusCount), 1, file) == 1;
+		if (FreeFile(file) == 0 && ok)
+		{
+			(void) durable_rename(TTL_CITUS_COUNTS_FILE ".tmp", TTL_CITUS_COUNTS_FILE, LOG);
+			return;
+		}
+	}
+	else
+		FreeFile(file);
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", TTL_CITUS_COUNTS_FILE ".tmp")));
+	unlink(TTL_CITUS_COUNTS_FILE ".tmp");
 }
 
 /*

@@ -328,6 +328,9 @@ is(said(qq{SELECT nodes || ' ' || nodes_unreachable || ' ' || rows_deleted || ' 
 $coord->safe_psql($db, q{INSERT INTO bobs SELECT g, now() - interval '2 hours', 'x' FROM generate_series(1, 1000) g});
 wait_said(qq{SELECT rows_deleted FROM ttl_index_stats WHERE policy_id = $bobs}, $bobs_deleted + 1000,
 	'rows deleted since are added to them');
+$coord->restart;
+is(said(qq{SELECT rows_deleted || ' ' || coalesce(stalled, 'none') FROM ttl_index_stats WHERE policy_id = $bobs}),
+	($bobs_deleted + 1000) . ' none', 'and the coordinator keeps them across a clean restart');
 
 for my $n (@nodes)
 {

@@ -278,7 +278,7 @@ SELECT ttl_create_index('churn', 'at', 3600);
 my $churn = id('churn');
 my $writer = $coord->background_psql($db, on_error_stop => 0);
 # (a write may fail while the shard is split: each that did not says so)
-$writer->query_until(qr/started/, "\\echo started\n" . join('',
+my $wrote = $writer->query_until(qr/started/, "\\echo started\n" . join('',
 	map { "WITH i AS (INSERT INTO churn SELECT g, now() - interval '2 hours', 'x'"
 		  . " FROM generate_series($_ * 1000 + 1, $_ * 1000 + 1000) g RETURNING 1)"
 		  . " SELECT 'wrote' || count(*) FROM i;\n"
@@ -296,7 +296,7 @@ my ($split, $min, $max, $split_node) = split /\|/, $coord->safe_psql($db,
 my $point = int(($min + $max) / 2);
 $coord->safe_psql($db, qq{SELECT citus_split_shard_by_split_points($split, ARRAY['$point'],
 	ARRAY[$split_node, $split_node], shard_transfer_mode => 'force_logical')});
-my $wrote = $writer->query_until(qr/written/, '');
+$wrote .= $writer->query_until(qr/written/, '');
 $writer->quit;
 my $inserted = 1000 * scalar(() = $wrote =~ /wrote1000/g);
 cmp_ok($inserted, '>=', 30000, "the writer wrote $inserted rows through the move and the split");

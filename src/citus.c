@@ -176,7 +176,9 @@ ttl_citus_kind_name(TtlCitusKind kind)
  * ttl_citus_distribution_column
  *		The name of a distributed table's distribution column, or NULL (not
  *		a Citus table, or one without a distribution column).  Asks Citus,
- *		through SPI.
+ *		through SPI, with a snapshot of its own: Citus's function that has
+ *		just distributed the table (citus_follow.c) wrote its metadata after
+ *		the caller's snapshot was taken.
  */
 char *
 ttl_citus_distribution_column(Oid relid)
@@ -192,7 +194,7 @@ ttl_citus_distribution_column(Oid relid)
 	if (SPI_execute_with_args("SELECT pg_catalog.column_to_column_name(logicalrelid, partkey)"
 							  " FROM pg_catalog.pg_dist_partition"
 							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1 AND partkey IS NOT NULL",
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+							  1, argtypes, values, NULL, false, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

@@ -113,10 +113,13 @@ CREATE TABLE bobs (id bigint, at timestamptz NOT NULL, payload text);
 SELECT create_distributed_table('bobs', 'id', shard_count => 6);
 SELECT ttl_create_index('bobs', 'at', 3600);
 }, $coord, 'bob'), "\n1", 'bob\'s policy on his distributed table is policy 1');
-is(said(q{SELECT string_agg(success::text || ' ' || result, ', ') FROM run_command_on_workers($$
-CREATE TABLE mine (at timestamptz NOT NULL);
-SELECT ttl_create_index('mine', 'at', 3600)$$)}, $coord, 'mallory'), 't 1, t 1',
-	'mallory makes a local table and policy on every worker, each id 1 there');
+# (her right to create tables there, given on each worker)
+$_->safe_psql($db, 'SET citus.enable_ddl_propagation = off; GRANT CREATE ON SCHEMA public TO mallory')
+  for @workers;
+is(said(q{SELECT string_agg(success::text, ', ') FROM run_command_on_workers($$CREATE TABLE mine (at timestamptz NOT NULL)$$)},
+	$coord, 'mallory'), 'true, true', 'mallory makes a local table on every worker');
+is(said(q{SELECT string_agg(success::text || ' ' || result, ', ') FROM run_command_on_workers($$SELECT ttl_create_index('mine', 'at', 3600)$$)},
+	$coord, 'mallory'), 'true 1, true 1', 'and a policy on it, id 1 on each worker');
 for my $w (@workers)
 {
 	is(said('SELECT (SELECT id FROM ttl_index_policy) || \' \' || (SELECT id FROM ttl_index_citus_policy)', $w),
@@ -148,6 +151,11 @@ SELECT create_distributed_table('inwin', 'id', shard_count => 6);
 SELECT create_distributed_table('outwin', 'id', shard_count => 6);
 INSERT INTO inwin SELECT g, now() - interval '2 hours' FROM generate_series(1, 600) g;
 INSERT INTO outwin SELECT g, now() - interval '2 hours' FROM generate_series(1, 600) g;
+});
+cmp_ok($coord->safe_psql($db, sprintf(q{SELECT coalesce(sum(result::bigint), 0)
+	FROM run_command_on_placements('inwin', 'SELECT count(*) FROM %%s') WHERE nodeport = %d},
+	$tokyo->port)), '>', 0, 'the Tokyo node holds some of the rows');
+$coord->safe_psql($db, q{
 SELECT ttl_create_index('inwin', 'at', 3600,
 	purge_window => to_char(now() AT TIME ZONE 'UTC' - interval '1 hour', 'HH24:MI') || '-'
 				 || to_char(now() AT TIME ZONE 'UTC' + interval '1 hour', 'HH24:MI'));
@@ -155,9 +163,6 @@ SELECT ttl_create_index('outwin', 'at', 3600,
 	purge_window => to_char(now() AT TIME ZONE 'Asia/Tokyo' - interval '1 hour', 'HH24:MI') || '-'
 				 || to_char(now() AT TIME ZONE 'Asia/Tokyo' + interval '1 hour', 'HH24:MI'));
 });
-cmp_ok($coord->safe_psql($db, sprintf(q{SELECT coalesce(sum(result::bigint), 0)
-	FROM run_command_on_placements('inwin', 'SELECT count(*) FROM %%s') WHERE nodeport = %d},
-	$tokyo->port)), '>', 0, 'the Tokyo node holds some of the rows');
 for my $w (@workers)
 {
 	is(said(q{SELECT string_agg(time_zone, ',') FROM ttl_index_citus_policy WHERE table_name IN ('inwin', 'outwin')}, $w),

@@ -124,7 +124,12 @@ BEGIN
 					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
 			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
 		END IF;
-		-- by name: the columns 1.4 added are not in the order of the values
+		-- by name: the columns 1.4 added are not in the order of the values.
+		-- A policy without a zone of its own (a timestamptz or epoch key)
+		-- reads its purge windows in the server's TimeZone: the nodes are
+		-- given the coordinator's, so that every node reads them in the
+		-- same zone whatever its own TimeZone (a write of the policy, such
+		-- as ttl_pause() and ttl_resume(), gives them the one it has then)
 		INSERT INTO @extschema@.ttl_index_citus_policy
 			(id, table_schema, table_name, column_name, expire_after, batch_size, enabled,
 			 ttl_column, filter, unit, action, soft_delete_column, rate_limit,
@@ -132,7 +137,9 @@ BEGIN
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin, NEW.time_zone, NEW.filter_functions::text[],
+			   NEW.replication_origin,
+			   coalesce(NEW.time_zone, @extschema@.ttl_index_server_time_zone()),
+			   NEW.filter_functions::text[],
 			   NEW.purge_window, NEW.max_rows, NEW.set_columns
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -918,7 +925,7 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 			   bool_or(n.falling_behind) AS falling_behind,
 			   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
 									 ORDER BY n.nodename, n.nodeport)
-				 FILTER (WHERE n.state <> 'purging') AS stalled
+				 FILTER (WHERE n.state NOT IN ('purging', 'node removed')) AS stalled
 		  FROM nodes n
 		 WHERE n.policy_id IS NOT NULL
 		 GROUP BY n.policy_id)
@@ -1000,10 +1007,11 @@ CREATE VIEW @extschema@.ttl_index_citus_stats AS
 		   sum(n.expired_estimate)::bigint AS expired_estimate,
 		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
 		   max(n.last_run) AS last_run,
-		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL) AS nodes_stale,
+		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL
+									   AND n.state <> 'node removed') AS nodes_stale,
 		   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
 								 ORDER BY n.nodename, n.nodeport)
-			 FILTER (WHERE n.state <> 'purging') AS stalled
+			 FILTER (WHERE n.state NOT IN ('purging', 'node removed')) AS stalled
 	  FROM @extschema@.ttl_index_policy p
 	  JOIN n ON n.policy_id = p.id
 	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;

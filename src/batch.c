@@ -332,6 +332,13 @@ ttl_batch_begin(TtlBatch *b)
 	if (t->shard && ttl_citus_unpublishable(b->rel))
 		return TTL_BATCH_LOCKED;
 
+	/*
+	 * A shard a move or split took elsewhere since the pass listed it: its
+	 * rows are the new placement's, deleted and counted there.  Gone.
+	 */
+	if (t->shard && !ttl_citus_placement_current(b->rel))
+		return TTL_BATCH_GONE;
+
 	/* from here on, anything that may run user code runs as the owner */
 	ttl_batch_constraints_immediate();
 	ttl_owner_enter(ttl_table_owner(b->policy->relid), &b->save);

@@ -54,8 +54,18 @@
  * cut is then read in each of the others alone, as a Citus node reads its
  * shards.
  *
- * Citus: each node caps the shards it holds at its share of the cap,
- * max_rows times its shards over the table's shards.
+ * Citus: the cap is the distributed table's, over every node.  Each node
+ * (the coordinator with its shards too) reads the cut of the whole table
+ * through Citus at each capped pass, the key of the table's max_rows-th
+ * newest row (ttl_cap_global_key), and deletes the rows of its shards
+ * below it: the same cut on every node, so no row of the table's newest
+ * max_rows is deleted for the cap, however the rows spread over the shards
+ * (one busy tenant), and partitions count as rows, not as shards.  A node
+ * with no row reads nothing.  When the cut cannot be read over the nodes
+ * (a node down), or the cap is over TTL_CAP_MAX_WALK, a node caps its own
+ * shards at max_rows: it still never deletes one of the table's newest
+ * max_rows (a row with max_rows newer ones on this node alone has them in
+ * the table), but the table may then keep up to max_rows per node.
  *
  * Locking: runs in the batch's transaction; the key is read as the table's
  * owner (its row-level security applies, as to the purge), with
@@ -70,6 +80,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "access/xact.h"
 #include "utils/array.h"
 #include "executor/spi.h"
 #include "storage/bufmgr.h"
@@ -79,6 +90,7 @@
 #include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -189,35 +201,74 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 }
 
 /*
- * ttl_cap_share
- *		The cap of the tables this server holds: all of it, or on a Citus
- *		node its shards' share.  The caller is connected to SPI.
+ * ttl_cap_global_key
+ *		On a Citus distributed table: the key of the max_rows-th newest row
+ *		of the whole table, over every node, read through Citus (a query of
+ *		the distributed table itself: Citus reads each shard's newest
+ *		max_rows keys from its index and merges them), as pass->cap_bound,
+ *		cap_active when the table is over its cap.  Every node reads the
+ *		same cut, so the table, not each node, keeps its newest max_rows.
+ *		Returns false when it could not be read (a node down, a connection
+ *		refused): the caller then caps by what this node holds.  Runs in a
+ *		subtransaction of its own, so that a failure costs only this.  The
+ *		caller is connected to SPI, as the table's owner.
  */
-static int64
-ttl_cap_share(TtlPolicy *policy, TtlPass *pass)
+static bool
+ttl_cap_global_key(TtlPolicy *policy, TtlPass *pass, int64 cap)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1];
-	int64		shards;
-	int64		share;
-	bool		isnull;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	const char *col = quote_identifier(policy->column_name);
+	char	   *sql;
+	volatile bool ok = false;
 
-	if (ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
-		return policy->max_rows;
-	values[0] = ObjectIdGetDatum(policy->relid);
-	if (SPI_execute_with_args("SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard"
-							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not count the shards of table %u", policy->relid);
-	shards = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-										 &isnull));
-	if (shards <= 0)
-		return policy->max_rows;
-	/* rounded up: the nodes' shares never sum below the cap */
-	if (pg_mul_s64_overflow(policy->max_rows, list_length(pass->targets), &share) ||
-		pg_add_s64_overflow(share, shards - 1, &share))
-		return policy->max_rows;
-	return share / shards;
+	sql = psprintf("SELECT %s FROM %s WHERE %s IS NOT NULL ORDER BY %s DESC OFFSET " INT64_FORMAT " LIMIT 1",
+				   col, ttl_qualified_relname(policy->relid), col, col, cap - 1);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
+		if (SPI_processed == 1)
+		{
+			Oid			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
+			bool		isnull;
+			Datum		key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			int16		typlen;
+			bool		typbyval;
+			MemoryContext old;
+
+			get_typlenbyval(keytype, &typlen, &typbyval);
+			/* the pass outlives SPI's memory and this transaction */
+			old = MemoryContextSwitchTo(pass->cxt);
+			pass->cap_bound = datumCopy(key, typbyval, typlen);
+			MemoryContextSwitchTo(old);
+			pass->cap_active = true;
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ok = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		pass->cap_active = false;
+		ereport(DEBUG1,
+				(errmsg("ttl_index: the cap of table \"%s\" is read on this node alone: %s",
+						get_rel_name(policy->relid), edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*
@@ -314,9 +365,17 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	ttl_owner_enter(ttl_table_owner(policy->relid), &save);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
-	cap = ttl_cap_share(policy, pass);
+	cap = policy->max_rows;
 	trusted = ttl_cap_live_rows(pass, &live);
-	if (trusted && live <= cap)
+	if (ttl_citus_kind(policy->relid) == TTL_CITUS_DISTRIBUTED &&
+		!(trusted && live == 0) && cap <= TTL_CAP_MAX_WALK &&
+		ttl_cap_global_key(policy, pass, cap))
+	{
+		/* the whole table's cut, read over every node */
+		newest = false;
+		offset = -1;
+	}
+	else if (trusted && live <= cap)
 	{
 		/* under the cap as far as the count knows: nothing to read */
 		newest = false;

@@ -277,8 +277,13 @@ ttl_load_policies(MemoryContext cxt)
 	/*
 	 * On a Citus node other than the coordinator, the policies on
 	 * distributed tables come from this node's copy of
-	 * ttl_index_citus_policy.  An id a local policy has taken hides the
-	 * Citus policy; say so, since its shards here go unpurged.
+	 * ttl_index_citus_policy.  Their ids are the coordinator's, and a
+	 * node's own policies number theirs from 1 too: the two must never
+	 * meet (a local policy of any role would otherwise hide a Citus policy
+	 * of the same id, and its shards here would go unpurged).  So a copy
+	 * takes the negative of its coordinator id (TTL_CITUS_COPY_ID): the
+	 * worker's schedule, the counters, the held rows and the helpers all
+	 * key on it, and ttl_index_policy_stats() on this node shows it so.
 	 */
 	sql = ttl_citus_policies_sql(ttl_catalog_namespace(true));
 	if (sql != NULL)
@@ -291,24 +296,15 @@ ttl_load_policies(MemoryContext cxt)
 		{
 			TtlPolicy  *p = ttl_policy_from_tuple(SPI_tuptable->vals[i],
 												  SPI_tuptable->tupdesc, cxt);
-			ListCell   *lc;
-			bool		taken = false;
+			MemoryContext old;
 
-			foreach(lc, result)
-				taken |= ((TtlPolicy *) lfirst(lc))->id == p->id;
-			if (taken)
-				ereport(WARNING,
-						(errmsg("ttl_index: the policy on Citus table \"%s\" is not purged on this node",
-								get_rel_name(p->relid)),
-						 errdetail("Policy id %d is taken by a policy of this node.", p->id)));
-			else
-			{
-				MemoryContext old = MemoryContextSwitchTo(cxt);
-
-				p->citus_copy = true;
-				result = lappend(result, p);
-				MemoryContextSwitchTo(old);
-			}
+			if (p->id <= 0)
+				continue;		/* not a coordinator's id: not ours */
+			old = MemoryContextSwitchTo(cxt);
+			p->id = TTL_CITUS_COPY_ID(p->id);
+			p->citus_copy = true;
+			result = lappend(result, p);
+			MemoryContextSwitchTo(old);
 		}
 	}
 	SPI_finish();

@@ -16,13 +16,22 @@
  * node's copy in the same distributed transaction, and copies the table to
  * a node before it places shards there.  Each node's worker reads the
  * policies from its own copy (ttl_citus_policies_sql; the coordinator from
- * ttl_index_policy), and lists the policy's targets anew at each pass: the
+ * ttl_index_policy), each under the negative of the coordinator's id
+ * (TTL_CITUS_COPY_ID, catalog.c), apart from the node's own policies, and
+ * with the coordinator's TimeZone when it has no zone of its own (the sync
+ * trigger gives it: every node reads the purge windows in the same zone),
+ * and lists the policy's targets anew at each pass: the
  * placements of the table's shards this node holds (ttl_citus_shards), as
  * partitions are listed.  So shard moves, splits, rebalances and new nodes
  * need nothing from us: a shard comes and goes with its placement.  A
  * shard a move or split has locked is skipped like any locked table (the
  * batch never waits for a lock), and one a logical move has published
  * without a replica identity is skipped too (ttl_citus_unpublishable).
+ * A shard a move or split took elsewhere during a pass is left before its
+ * next batch (ttl_citus_placement_current): its rows are the new
+ * placement's, and would be deleted, and counted, twice.  An anonymize
+ * policy whose set column is the table's distribution column updates
+ * nothing (ttl_citus_check_set, before each batch).
  *
  * Reference tables and local tables added to Citus's metadata are refused:
  * a reference table is copied on every node, and a delete on one node is a
@@ -64,6 +73,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parser.h"
 #include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -166,7 +176,9 @@ ttl_citus_kind_name(TtlCitusKind kind)
  * ttl_citus_distribution_column
  *		The name of a distributed table's distribution column, or NULL (not
  *		a Citus table, or one without a distribution column).  Asks Citus,
- *		through SPI.
+ *		through SPI, with a snapshot of its own: Citus's function that has
+ *		just distributed the table (citus_follow.c) wrote its metadata after
+ *		the caller's snapshot was taken.
  */
 char *
 ttl_citus_distribution_column(Oid relid)
@@ -182,7 +194,7 @@ ttl_citus_distribution_column(Oid relid)
 	if (SPI_execute_with_args("SELECT pg_catalog.column_to_column_name(logicalrelid, partkey)"
 							  " FROM pg_catalog.pg_dist_partition"
 							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1 AND partkey IS NOT NULL",
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+							  1, argtypes, values, NULL, false, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -191,6 +203,120 @@ ttl_citus_distribution_column(Oid relid)
 			result = MemoryContextStrdup(CurTransactionContext, name);
 	}
 	SPI_finish();
+	return result;
+}
+
+/*
+ * ttl_citus_set_distribution
+ *		The column of an anonymize policy's set_columns (stored text) that
+ *		is the distribution column of the Citus distributed table, or NULL.
+ *		Only the names of the SET list are read (the raw parser: nothing is
+ *		looked up or evaluated).  Citus moves no row between shards on an
+ *		UPDATE: a row whose distribution column changed would stay in a
+ *		shard its new value does not belong to.
+ */
+char *
+ttl_citus_set_distribution(Oid relid, const char *set_columns)
+{
+	char	   *distcol;
+	List	   *stmts;
+	ListCell   *lc;
+
+	if (set_columns == NULL || set_columns[0] == '\0')
+		return NULL;
+	distcol = ttl_citus_distribution_column(relid);
+	if (distcol == NULL)
+		return NULL;
+	stmts = raw_parser(psprintf("UPDATE ttl_set SET %s", set_columns), RAW_PARSE_DEFAULT);
+	if (list_length(stmts) != 1 ||
+		!IsA(linitial_node(RawStmt, stmts)->stmt, UpdateStmt))
+		return NULL;
+	foreach(lc, ((UpdateStmt *) linitial_node(RawStmt, stmts)->stmt)->targetList)
+	{
+		ResTarget  *rt = lfirst_node(ResTarget, lc);
+
+		if (rt->name != NULL && strcmp(rt->name, distcol) == 0)
+			return pstrdup(rt->name);
+	}
+	return NULL;
+}
+
+/*
+ * ttl_citus_check_set
+ *		Before each batch of an anonymize policy, on every node: ERROR when
+ *		a set column is now the distribution column of the policy's table
+ *		(distributed, or distributed by another column, after the policy was
+ *		made; citus_follow.c refuses that, this is for whatever got past
+ *		it).  The policy then updates nothing and rests, its counters and
+ *		stalled saying why.
+ */
+void
+ttl_citus_check_set(TtlPolicy *policy)
+{
+	char	   *col;
+	bool		snapshot;
+
+	if (policy->action != TTL_ACTION_ANONYMIZE || policy->set_columns == NULL ||
+		ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+		return;
+	snapshot = !ActiveSnapshotSet();
+	if (snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	col = ttl_citus_set_distribution(policy->relid, policy->set_columns);
+	if (snapshot)
+		PopActiveSnapshot();
+	if (col != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the policy on table \"%s\" sets column \"%s\", the table's Citus distribution column: nothing is anonymized",
+						get_rel_name(policy->relid), col),
+				 errdetail("Citus moves no row between shards on an UPDATE; an anonymized row would stay in a shard its new value does not belong to."),
+				 errhint("Give the policy set_columns without column \"%s\" with ttl_create_index(), or drop it with ttl_drop_index().",
+						 col)));
+}
+
+/*
+ * ttl_citus_placement_current
+ *		Whether the shard table rel is still a placement of this node, in
+ *		good standing, as Citus's metadata says now: a shard a move or a
+ *		split has just taken elsewhere stays behind until Citus's deferred
+ *		cleanup drops it, its rows copied to the new placement, which its
+ *		node purges (and counts).  Read after the batch locked the shard,
+ *		with a snapshot taken then: a move that committed before is seen.
+ *		The shard id is the number that ends a shard's name.
+ */
+bool
+ttl_citus_placement_current(Relation rel)
+{
+	const char *name = RelationGetRelationName(rel);
+	const char *digits = strrchr(name, '_');
+	int64		shardid;
+	char	   *end;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	bool		result = true;
+
+	if (digits == NULL || digits[1] == '\0')
+		return true;
+	errno = 0;
+	shardid = strtoi64(digits + 1, &end, 10);
+	if (*end != '\0' || errno != 0 || shardid <= 0)
+		return true;
+	values[0] = Int64GetDatum(shardid);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p"
+							  " WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.shardstate OPERATOR(pg_catalog.=) 1"
+							  "   AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+
+		result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_finish();
+	PopActiveSnapshot();
 	return result;
 }
 

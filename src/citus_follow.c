@@ -47,6 +47,10 @@
  *	  during which the policy stays on the table that holds the rows (now
  *	  the Citus local table's shard, still a plain table to us), and
  *	  moves to the distributed table when the outer call ends.
+ *	- A call that would leave an anonymize policy setting its table's
+ *	  distribution column (create_distributed_table() or
+ *	  alter_distributed_table() by a column it sets) is refused: Citus
+ *	  moves no row between shards on an UPDATE.
  *	- A policy follows only a table of the same owner: Citus makes the new
  *	  table its old owner's.  Otherwise it is gone, with a WARNING.
  *	- Local tables that Citus converts by itself (a foreign key to a
@@ -129,6 +133,7 @@ typedef struct TtlCitusHeld
 	Oid			owner;
 	char		kind;			/* 'd', 'r', 'l' or 0 (TtlCitusKind in SQL) */
 	bool		archives;
+	char	   *set_columns;	/* an anonymize policy's, else NULL */
 	Datum		row;			/* the catalog row, a composite */
 	List	   *indexes;		/* names of its TTL indexes (ours) */
 } TtlCitusHeld;
@@ -314,7 +319,7 @@ ttl_citus_span_begin(Oid fn_oid)
 				   "   JOIN pg_catalog.pg_description t ON t.objoid = i.indexrelid"
 				   "    AND t.classoid = 'pg_catalog.pg_class'::pg_catalog.regclass AND t.objsubid = 0"
 				   "  WHERE i.indrelid = p.relid AND t.description = %s),"
-				   " p"
+				   " p, pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.->>) 'set_columns'"
 				   " FROM %s.%s p JOIN pg_catalog.pg_class c ON c.oid = p.relid"
 				   " ORDER BY p.id",
 				   quote_literal_cstr(TTL_INDEX_COMMENT),
@@ -357,6 +362,8 @@ ttl_citus_span_begin(Oid fn_oid)
 					h->indexes = lappend(h->indexes, TextDatumGetCString(elems[j]));
 		}
 		h->row = datumCopy(SPI_getbinval(tup, desc, 9, &isnull), false, -1);
+		d = SPI_getbinval(tup, desc, 10, &isnull);
+		h->set_columns = isnull ? NULL : TextDatumGetCString(d);
 		span->held = lappend(span->held, h);
 		MemoryContextSwitchTo(old);
 	}
@@ -397,6 +404,35 @@ ttl_citus_refuse_kind(TtlCitusHeld *h, char kind)
 						h->relname),
 				 errdetail("Each node purges its own shards; the archive table would have to be on every node."),
 				 errhint("Give the policy action \"delete\" or \"soft_delete\" with ttl_alter_index(), or drop it with ttl_drop_index(), first.")));
+}
+
+/*
+ * ttl_citus_refuse_set
+ *		ERROR when a followed call leaves an anonymize policy setting its
+ *		table's distribution column (relid: the table now, distributed):
+ *		Citus moves no row between shards on an UPDATE, and each node
+ *		would write its shards' rows a value that belongs to another
+ *		shard.  The table is left as it was.  Citus's internal sessions
+ *		are let through, as by ttl_citus_refuse_kind (the batches refuse
+ *		it: ttl_citus_check_set).
+ */
+static void
+ttl_citus_refuse_set(TtlCitusHeld *h, Oid relid)
+{
+	char	   *col;
+
+	if (h->set_columns == NULL || ttl_citus_internal_session())
+		return;
+	col = ttl_citus_set_distribution(relid, h->set_columns);
+	if (col != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot distribute table \"%s\" by column \"%s\": its TTL policy sets that column",
+						h->relname, col),
+				 errdetail("The policy anonymizes expired rows with set_columns %s; Citus moves no row between shards on an UPDATE.",
+						   h->set_columns),
+				 errhint("Give the policy set_columns without column \"%s\" with ttl_create_index(), or drop it with ttl_drop_index(), first; or distribute the table by another column.",
+						 col)));
 }
 
 /*
@@ -499,6 +535,8 @@ ttl_citus_span_end(TtlCitusSpan *span)
 					ttl_citus_refuse_kind(h, xkind);
 					continue;	/* Citus's own session: stay on the rows */
 				}
+				if (xkind == 'd')
+					ttl_citus_refuse_set(h, x);
 				if (xowner != h->owner ||
 					(xrelkind != RELKIND_RELATION && xrelkind != RELKIND_PARTITIONED_TABLE))
 				{
@@ -540,6 +578,8 @@ ttl_citus_span_end(TtlCitusSpan *span)
 				!ttl_citus_locked_by_me(cur))
 				continue;
 			ttl_citus_refuse_kind(h, e->kind);
+			if (e->kind == 'd')
+				ttl_citus_refuse_set(h, cur);
 			touch = lappend_int(touch, h->id);
 		}
 

@@ -19,13 +19,21 @@
  *	node disabled			Citus marks the node inactive: not asked
  *	failed					the node's answer was an error (last_error)
  *
+ * The counters shown never go down: per node and policy, the coordinator
+ * keeps the figure the node last reported and adds only what it grew by
+ * (all of it when it is lower: the node counts again from zero after a
+ * crash or a reset), and keeps the totals of nodes removed from the
+ * cluster since (state "node removed").  A node keeps the coordinator's
+ * policy N as -N (catalog.c) and is asked for those.
+ *
  * A node that did not answer gives its last known counters (rows deleted,
  * errors, last run), marked stale with the time they were read, so that
  * the coordinator's sums never fall because a node is down.  They are kept
  * in shared memory by whoever reads them (a fixed number of entries, the
- * oldest replaced first; only the counters every role may see), from the
- * server's start: a coordinator restarted while a node is down has
- * nothing to give for it, and says so (state, no counts).
+ * oldest replaced first; only the counters every role may see), written to
+ * a file at a clean shutdown and read back at the start, as the counters
+ * are (stats.c): a coordinator that crashed, restarted while a node is
+ * down, has nothing to give for it, and says so (state, no counts).
  *
  * Locking: the cache's entries under its own lock ("ttl_index citus
  * counts"), held only to copy an entry in or out.
@@ -34,6 +42,8 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -41,6 +51,10 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_control.h"
+#include "common/controldata_utils.h"
+#include "pgstat.h"
+#include "storage/fd.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_publication.h"
 #include "access/xact.h"
@@ -81,10 +95,14 @@ typedef struct TtlCitusCount
 	int32		policy_id;
 	TimestampTz made;			/* the policy's created_at: ids come back */
 	int32		nodeid;
-	int64		rows_deleted;
-	int64		errors;
+	int64		rows_deleted;	/* the total shown: never goes down */
+	int64		errors;			/* likewise */
+	int64		reported_rows;	/* the node's own counters, as last read */
+	int64		reported_errors;
 	TimestampTz last_run;		/* 0: none */
 	TimestampTz counted_at;
+	char		nodename[64];	/* for a node removed since (truncated) */
+	int32		nodeport;
 } TtlCitusCount;
 
 typedef struct TtlCitusCounts
@@ -95,6 +113,13 @@ typedef struct TtlCitusCounts
 
 static TtlCitusCounts *Counts = NULL;
 static LWLock *CountsLock = NULL;
+
+/* the cache across clean restarts; the magic changes with TtlCitusCount */
+#define TTL_CITUS_COUNTS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/ttl_index_citus.stat"
+#define TTL_CITUS_COUNTS_MAGIC	0x544c4302
+
+static void ttl_citus_counts_load(void);
+static void ttl_citus_counts_save(int code, Datum arg);
 
 /*
  * ttl_citus_counts_wanted
@@ -160,20 +185,107 @@ ttl_citus_shmem_init(void)
 	}
 	CountsLock = &(GetNamedLWLockTranche(TTL_LOCK_CITUS_COUNTS))[0].lock;
 	LWLockRelease(AddinShmemInitLock);
+	/* in the postmaster: what the last clean shutdown kept, and keep at exit */
+	if (!found && !IsUnderPostmaster && Counts->n > 0)
+	{
+		ttl_citus_counts_load();
+		on_shmem_exit(ttl_citus_counts_save, (Datum) 0);
+	}
 }
 
 /*
- * ttl_citus_count_remember
- *		Keep a node's counters of a policy, as just read.
+ * ttl_citus_counts_load
+ *		Fill the cache from its file, then remove it, so that a crash never
+ *		brings back older totals.  A missing, short or foreign file is not
+ *		an error: the cache starts empty.
  */
 static void
-ttl_citus_count_remember(const TtlCitusCount *c)
+ttl_citus_counts_load(void)
+{
+	FILE	   *file;
+	uint32		magic;
+	int32		n;
+
+	file = AllocateFile(TTL_CITUS_COUNTS_FILE, PG_BINARY_R);
+	if (file == NULL)
+		return;
+	if (fread(&magic, sizeof(magic), 1, file) == 1 && magic == TTL_CITUS_COUNTS_MAGIC &&
+		fread(&n, sizeof(n), 1, file) == 1)
+	{
+		for (int i = 0; i < n && i < Counts->n; i++)
+		{
+			if (fread(&Counts->e[i], sizeof(TtlCitusCount), 1, file) != 1)
+			{
+				memset(&Counts->e[i], 0, sizeof(TtlCitusCount));
+				break;
+			}
+			Counts->e[i].nodename[sizeof(Counts->e[i].nodename) - 1] = '\0';
+		}
+	}
+	FreeFile(file);
+	unlink(TTL_CITUS_COUNTS_FILE);
+}
+
+/*
+ * ttl_citus_counts_save
+ *		At postmaster exit after a clean shutdown, write the cache to its
+ *		file (as stats.c writes the counters), so that the coordinator's
+ *		totals, those of removed nodes among them, survive a restart.
+ */
+static void
+ttl_citus_counts_save(int code, Datum arg)
+{
+	FILE	   *file;
+	uint32		magic = TTL_CITUS_COUNTS_MAGIC;
+	int32		n = 0;
+	ControlFileData *control;
+	bool		crc_ok;
+
+	if (code != 0 || Counts == NULL)
+		return;
+	control = get_controlfile(DataDir, &crc_ok);
+	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
+					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+		return;
+	for (int i = 0; i < Counts->n; i++)
+		if (Counts->e[i].dboid != InvalidOid)
+			n++;
+	file = AllocateFile(TTL_CITUS_COUNTS_FILE ".tmp", PG_BINARY_W);
+	if (file == NULL)
+		return;
+	if (fwrite(&magic, sizeof(magic), 1, file) == 1 && fwrite(&n, sizeof(n), 1, file) == 1)
+	{
+		bool		ok = true;
+
+		for (int i = 0; i < Counts->n && ok; i++)
+			if (Counts->e[i].dboid != InvalidOid)
+				ok = fwrite(&Counts->e[i], sizeof(TtlCitusCount), 1, file) == 1;
+		if (FreeFile(file) == 0 && ok)
+		{
+			(void) durable_rename(TTL_CITUS_COUNTS_FILE ".tmp", TTL_CITUS_COUNTS_FILE, LOG);
+			return;
+		}
+	}
+	else
+		FreeFile(file);
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", TTL_CITUS_COUNTS_FILE ".tmp")));
+	unlink(TTL_CITUS_COUNTS_FILE ".tmp");
+}
+
+/*
+ * ttl_citus_count_slot
+ *		The entry of the cache for c's database, policy and node, else a
+ *		free one, else the oldest; -1 without a cache.  The caller holds
+ *		the lock.
+ */
+static int
+ttl_citus_count_slot(const TtlCitusCount *c, bool *found)
 {
 	int			slot = -1;
 
-	if (Counts == NULL || Counts->n == 0)
-		return;
-	LWLockAcquire(CountsLock, LW_EXCLUSIVE);
+	*found = false;
 	for (int i = 0; i < Counts->n; i++)
 	{
 		TtlCitusCount *e = &Counts->e[i];
@@ -181,13 +293,49 @@ ttl_citus_count_remember(const TtlCitusCount *c)
 		if (e->dboid == c->dboid && e->policy_id == c->policy_id &&
 			e->made == c->made && e->nodeid == c->nodeid)
 		{
-			slot = i;
-			break;
+			*found = true;
+			return i;
 		}
 		/* else a free entry, else the oldest */
 		if (slot < 0 || (Counts->e[slot].dboid != InvalidOid &&
 						 (e->dboid == InvalidOid || e->counted_at < Counts->e[slot].counted_at)))
 			slot = i;
+	}
+	return slot;
+}
+
+/*
+ * ttl_citus_count_add
+ *		A node's counters of a policy, as just read (c->reported_*): the
+ *		totals shown (c->rows_deleted, c->errors, set here) grow by what
+ *		the node's counters grew since they were last read, and never go
+ *		down: counters lower than last read mean the node counts again from
+ *		zero (a crash, ttl_index_stats_reset() there), and all of them are
+ *		new.  So a node that restarts, or one removed from the cluster, never
+ *		takes rows from the sums.
+ */
+static void
+ttl_citus_count_add(TtlCitusCount *c)
+{
+	bool		found;
+	int			slot;
+
+	c->rows_deleted = c->reported_rows;
+	c->errors = c->reported_errors;
+	if (Counts == NULL || Counts->n == 0)
+		return;
+	LWLockAcquire(CountsLock, LW_EXCLUSIVE);
+	slot = ttl_citus_count_slot(c, &found);
+	if (found)
+	{
+		TtlCitusCount *e = &Counts->e[slot];
+
+		c->rows_deleted = e->rows_deleted +
+			(c->reported_rows >= e->reported_rows ?
+			 c->reported_rows - e->reported_rows : c->reported_rows);
+		c->errors = e->errors +
+			(c->reported_errors >= e->reported_errors ?
+			 c->reported_errors - e->reported_errors : c->reported_errors);
 	}
 	Counts->e[slot] = *c;
 	LWLockRelease(CountsLock);
@@ -218,6 +366,38 @@ ttl_citus_count_recall(TtlCitusCount *c)
 	}
 	LWLockRelease(CountsLock);
 	return found;
+}
+
+/*
+ * ttl_citus_count_removed
+ *		The counters kept for a policy of nodes that are no longer in
+ *		pg_dist_node (nodeids: those that are), palloc'd; *n of them.
+ */
+static TtlCitusCount *
+ttl_citus_count_removed(int32 policy_id, TimestampTz made, int32 *nodeids, int nnodes,
+						int *n)
+{
+	TtlCitusCount *result;
+
+	*n = 0;
+	if (Counts == NULL || Counts->n == 0)
+		return NULL;
+	result = palloc(sizeof(TtlCitusCount) * Counts->n);
+	LWLockAcquire(CountsLock, LW_SHARED);
+	for (int i = 0; i < Counts->n; i++)
+	{
+		TtlCitusCount *e = &Counts->e[i];
+		bool		present = false;
+
+		if (e->dboid != MyDatabaseId || e->policy_id != policy_id || e->made != made)
+			continue;
+		for (int j = 0; j < nnodes && !present; j++)
+			present = nodeids[j] == e->nodeid;
+		if (!present)
+			result[(*n)++] = *e;
+	}
+	LWLockRelease(CountsLock);
+	return result;
 }
 
 /*
@@ -369,18 +549,24 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 		nodes[i].active = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
 	}
 
-	/* each active node's state and counters, all nodes at once */
+	/*
+	 * Each active node's state and counters, all nodes at once.  A node
+	 * other than the coordinator keeps its copy of policy N as -N
+	 * (TTL_CITUS_COPY_ID, catalog.c), apart from its own policies: only
+	 * those are asked for, and given back under the coordinator's id.
+	 */
 	command = psprintf("SELECT pg_catalog.json_build_object("
 					   "'state', %s.ttl_index_citus_node_state(),"
 					   "'policies', (SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object("
-					   " 'policy_id', s.policy_id, 'rows_deleted', s.rows_deleted,"
+					   " 'policy_id', pg_catalog.abs(s.policy_id), 'rows_deleted', s.rows_deleted,"
 					   " 'errors', s.errors, 'last_error', s.last_error,"
 					   " 'last_run', s.last_run, 'lag', s.lag,"
 					   " 'expired_estimate', s.expired_estimate,"
 					   " 'falling_behind', s.falling_behind)), '[]')"
 					   "  FROM %s.ttl_index_policy_stats() s"
-					   " WHERE s.policy_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT m.id FROM %s.%s m))"
-					   "    OR (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) OPERATOR(pg_catalog.=) 0))",
+					   " WHERE CASE WHEN (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) OPERATOR(pg_catalog.=) 0"
+					   "  THEN s.policy_id OPERATOR(pg_catalog.>) 0"
+					   "  ELSE OPERATOR(pg_catalog.-) s.policy_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT m.id FROM %s.%s m)) END))",
 					   nspname, nspname, nspname, quote_identifier(TTL_CITUS_POLICY_NAME));
 	ttl_citus_run_on("ARRAY(SELECT n.nodename::pg_catalog.text FROM pg_catalog.pg_dist_node n"
 					 " WHERE n.noderole = 'primary' AND n.isactive ORDER BY n.nodeid)",
@@ -527,11 +713,17 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 					values[5 + k] = a->values[k];
 					nulls[5 + k] = a->nulls[k];
 				}
-				c.rows_deleted = a->nulls[0] ? 0 : DatumGetInt64(a->values[0]);
-				c.errors = a->nulls[1] ? 0 : DatumGetInt64(a->values[1]);
+				c.reported_rows = a->nulls[0] ? 0 : DatumGetInt64(a->values[0]);
+				c.reported_errors = a->nulls[1] ? 0 : DatumGetInt64(a->values[1]);
 				c.last_run = a->nulls[3] ? 0 : DatumGetTimestampTz(a->values[3]);
 				c.counted_at = now;
-				ttl_citus_count_remember(&c);
+				strlcpy(c.nodename, nodes[i].name, sizeof(c.nodename));
+				c.nodeport = nodes[i].port;
+				/* the totals, which never go down (see above) */
+				ttl_citus_count_add(&c);
+				values[5] = Int64GetDatum(c.rows_deleted);
+				values[6] = Int64GetDatum(c.errors);
+				nulls[5] = nulls[6] = false;
 				values[12] = CStringGetTextDatum(state);
 				values[13] = BoolGetDatum(false);
 				values[14] = TimestampTzGetDatum(now);
@@ -563,6 +755,52 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 				}
 			}
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+
+	/*
+	 * The nodes removed from the cluster since their counters were read:
+	 * their rows stay counted (state "node removed", reachable NULL,
+	 * stale), so that draining and removing a node takes nothing from the
+	 * sums.
+	 */
+	{
+		int32	   *nodeids = palloc(sizeof(int32) * Max(nnodes, 1));
+		ListCell   *lc;
+
+		for (int i = 0; i < nnodes; i++)
+			nodeids[i] = nodes[i].nodeid;
+		foreach(lc, expected)
+		{
+			TtlCitusExpected *x = (TtlCitusExpected *) lfirst(lc);
+			int			n;
+			TtlCitusCount *gone = ttl_citus_count_removed(x->id, x->made, nodeids, nnodes, &n);
+
+			for (int k = 0; k < n; k++)
+			{
+				Datum		values[TTL_CITUS_NODES_COLS];
+				bool		nulls[TTL_CITUS_NODES_COLS];
+
+				memset(nulls, true, sizeof(nulls));
+				values[0] = Int32GetDatum(x->id);
+				values[1] = ObjectIdGetDatum(x->relid);
+				values[2] = CStringGetTextDatum(gone[k].nodename);
+				values[3] = Int32GetDatum(gone[k].nodeport);
+				values[5] = Int64GetDatum(gone[k].rows_deleted);
+				values[6] = Int64GetDatum(gone[k].errors);
+				values[12] = CStringGetTextDatum("node removed");
+				values[13] = BoolGetDatum(true);
+				values[14] = TimestampTzGetDatum(gone[k].counted_at);
+				nulls[0] = nulls[1] = nulls[2] = nulls[3] = false;
+				nulls[5] = nulls[6] = false;
+				nulls[12] = nulls[13] = nulls[14] = false;
+				if (gone[k].last_run != 0)
+				{
+					values[8] = TimestampTzGetDatum(gone[k].last_run);
+					nulls[8] = false;
+				}
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
 		}
 	}
 	ttl_parse_env_leave(nestlevel);

@@ -206,6 +206,8 @@ ttl_pass_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	PreventCommandIfReadOnly("DELETE");
 	if (!pass->listed)
 		ttl_pass_list(policy, pass);
+	/* an anonymize policy never sets a distribution column (citus.c) */
+	ttl_citus_check_set(policy);
 
 	if (!pass->drops_done)
 	{

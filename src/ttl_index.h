@@ -201,6 +201,12 @@ typedef enum TtlCitusKind
 
 /* the policies on distributed tables, as every node reads them */
 #define TTL_CITUS_POLICY_NAME	"ttl_index_citus_policy"
+/*
+ * The id a Citus node gives its copy of the coordinator's policy id: the
+ * negative, a space of its own, apart from the node's local policies
+ * (catalog.c).
+ */
+#define TTL_CITUS_COPY_ID(coordinator_id)	(-(coordinator_id))
 
 extern TtlCitusKind ttl_citus_kind(Oid relid);
 extern void ttl_citus_check_create(TtlPolicy *policy);
@@ -210,6 +216,9 @@ extern List *ttl_citus_shards(Oid relid);
 extern bool ttl_citus_unpublishable(Relation rel);
 extern void ttl_citus_refuse(Oid relid, bool has_policy);
 extern char *ttl_citus_distribution_column(Oid relid);
+extern char *ttl_citus_set_distribution(Oid relid, const char *set_columns);
+extern void ttl_citus_check_set(TtlPolicy *policy);
+extern bool ttl_citus_placement_current(Relation rel);
 extern char *ttl_citus_index_name(Oid indexoid);
 extern void ttl_drop_index_named(const char *name);
 extern void ttl_drop_created(Oid indexoid);

@@ -402,7 +402,7 @@ ttl_worker_reload(void)
 	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
 								ALLOCSET_DEFAULT_SIZES);
 	policies = ttl_load_policies(tmp);
-	/* ids are unique, and a Citus node's copies come after its own */
+	/* ids are unique: a Citus node's copies (negative ids) come first */
 	list_sort(policies, ttl_worker_policy_cmp);
 	schedule = MemoryContextAlloc(TopMemoryContext,
 								  Max(list_length(policies), 1) * sizeof(TtlSchedSlot));

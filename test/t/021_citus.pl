@@ -147,21 +147,24 @@ cmp_ok($coord->safe_psql($db, qq{SELECT rows_deleted FROM ttl_index_policy_stats
 	'<', 30000, 'while its own counter has its own shards\' rows only');
 for my $w (@workers)
 {
-	cmp_ok($w->safe_psql($db, qq{SELECT rows_deleted FROM ttl_index_policy_stats() WHERE policy_id = $id}),
+	# (a node keeps the coordinator's policy N as -N, apart from its own)
+	cmp_ok($w->safe_psql($db, qq{SELECT rows_deleted FROM ttl_index_policy_stats() WHERE policy_id = -$id}),
 		'>', 0, 'worker ' . $w->name . ' counts its own rows');
 }
 # every transaction bounded: no node deleted more than batch_size rows a batch
 my $batch_size = $coord->safe_psql($db, q{SELECT current_setting('ttl_index.batch_size')});
 for my $n ($coord, @workers)
 {
+	my $here = $n == $coord ? $id : -$id;
 	is($n->safe_psql($db, qq{SELECT batches * $batch_size >= rows_deleted
-	  FROM ttl_index_policy_stats() WHERE policy_id = $id}), 't',
+	  FROM ttl_index_policy_stats() WHERE policy_id = $here}), 't',
 		'node ' . $n->name . ' deleted in batches of at most batch_size rows');
 }
 
-# ---- caps, windows and anonymize on a distributed table: each node caps
-# its shards at their share of the cap, reads the window in the policy's
-# zone, and resets the columns of its shards' expired rows
+# ---- caps, windows and anonymize on a distributed table: the cap is the
+# whole table's (each node reads the cut over every node), each node reads
+# the window in the policy's zone, and resets the columns of its shards'
+# expired rows
 $coord->safe_psql($db, q{
 CREATE TABLE feed (id bigint, at timestamptz NOT NULL, email text, note text);
 SELECT create_distributed_table('feed', 'id', shard_count => 8);
@@ -169,7 +172,7 @@ INSERT INTO feed SELECT g, now() - g * interval '1 s', 'x', 'capped' FROM genera
 SELECT ttl_create_index('feed', 'at', NULL, max_rows => 800);
 });
 TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM feed', '800',
-	'the capped distributed table comes down to its cap: each node to its shards\' share', 60);
+	'the capped distributed table comes down to its cap, read over every node', 60);
 TtlIndex::wait_until($coord, $db,
 	q{SELECT count(*) = 3 AND bool_and(rows_deleted > 0) FROM ttl_index_citus_nodes()
 	   WHERE policy_id = (SELECT id FROM ttl_index_policy WHERE relid = 'feed'::regclass)},
@@ -177,7 +180,7 @@ TtlIndex::wait_until($coord, $db,
 for my $w (@workers)
 {
 	cmp_ok($w->safe_psql($db, q{SELECT rows_capped FROM ttl_index_policy_stats()
-	  WHERE policy_id = (SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')}),
+	  WHERE policy_id = -(SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')}),
 		'>', 0, 'worker ' . $w->name . ' counts the rows it capped');
 }
 $coord->safe_psql($db, q{
@@ -190,7 +193,7 @@ SELECT ttl_create_index('feed', 'at', 3600, set_columns => 'email = NULL',
 for my $w (@workers)
 {
 	TtlIndex::wait_is($w, $db, q{SELECT stalled FROM ttl_index_policy_health()
-	  WHERE policy_id = (SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')},
+	  WHERE policy_id = -(SELECT id FROM ttl_index_citus_policy WHERE table_name = 'feed')},
 		'waiting for its purge window', 'worker ' . $w->name . ': outside the window, the rows wait');
 }
 is($coord->safe_psql($db, q{SELECT count(email) FROM feed WHERE note = 'window'}), '300',
@@ -296,7 +299,7 @@ my $pub_shard = $target->safe_psql($db, sprintf(q{SELECT shard_name('events'::re
 	$target->port));
 # (on this node only, as a move's publication is)
 $target->safe_psql($db, "SET citus.enable_ddl_propagation = off; CREATE PUBLICATION moving FOR TABLE $pub_shard");
-my $before = $target->safe_psql($db, qq{SELECT errors FROM ttl_index_policy_stats() WHERE policy_id = $id});
+my $before = $target->safe_psql($db, qq{SELECT errors FROM ttl_index_policy_stats() WHERE policy_id = -$id});
 expire('events', 4000);
 my $held = 0;
 for (1 .. 300)
@@ -311,7 +314,7 @@ is($coord->safe_psql($db, 'SELECT count(*) FROM events'), 30 + $held,
 sleep 2;
 is($target->safe_psql($db, "SELECT count(*) FROM $pub_shard WHERE payload = 'x'"), $held,
 	'the published shard is left alone');
-is($target->safe_psql($db, qq{SELECT errors FROM ttl_index_policy_stats() WHERE policy_id = $id}),
+is($target->safe_psql($db, qq{SELECT errors FROM ttl_index_policy_stats() WHERE policy_id = -$id}),
 	$before, 'and the node counts no error for it');
 $target->safe_psql($db, 'SET citus.enable_ddl_propagation = off; DROP PUBLICATION moving');
 TtlIndex::wait_is($coord, $db, 'SELECT count(*) FROM events', '30',

@@ -24,8 +24,8 @@
  * process without a database can read.
  *
  * A process sets its session up with its origin once, and each batch sets
- * replorigin_session_origin (marking its WAL records and its commit) or
- * clears it, as the policy and ttl_index.replication_origin say; between
+ * the transaction's origin (TTL_XACT_ORIGIN, compat.h: marking its WAL
+ * records and its commit) or clears it, as the policy and ttl_index.replication_origin say; between
  * batches it is clear.  When a policy wants its changes marked and no
  * origin can be set up (no free replication state), its batches wait
  * (ttl_origin_batch_begin says so, the caller holds them back and says
@@ -71,8 +71,8 @@
 /* this process's slot (shmem.c), -1 until claimed */
 static int	OriginSlot = -1;
 
-/* the session's origin: InvalidRepOriginId until set up */
-static RepOriginId SessionOrigin = InvalidRepOriginId;
+/* the session's origin: InvalidReplOriginId until set up */
+static ReplOriginId SessionOrigin = InvalidReplOriginId;
 
 static bool SetupFailed = false;
 static TimestampTz SetupFailedAt = 0;
@@ -141,7 +141,7 @@ ttl_origin_setup(void)
 {
 	char		name[NAMEDATALEN];
 	MemoryContext cxt = CurrentMemoryContext;
-	RepOriginId id = InvalidRepOriginId;
+	ReplOriginId id = InvalidReplOriginId;
 
 	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
 		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
@@ -164,7 +164,7 @@ ttl_origin_setup(void)
 	PG_TRY();
 	{
 		id = replorigin_by_name(name, true);
-		if (id == InvalidRepOriginId)
+		if (id == InvalidReplOriginId)
 		{
 			/* its XID is a worker's, not the application's (yield.c) */
 			ttl_yield_own_xid();
@@ -202,13 +202,13 @@ ttl_origin_batch_begin(TtlPolicy *policy)
 	Assert(!IsTransactionState());
 	if (!ttl_origin_wanted(policy))
 	{
-		replorigin_session_origin = InvalidRepOriginId;
+		TTL_XACT_ORIGIN = InvalidReplOriginId;
 		return true;
 	}
-	if (SessionOrigin == InvalidRepOriginId)
+	if (SessionOrigin == InvalidReplOriginId)
 		ttl_origin_setup();
-	replorigin_session_origin = SessionOrigin;
-	return SessionOrigin != InvalidRepOriginId;
+	TTL_XACT_ORIGIN = SessionOrigin;
+	return SessionOrigin != InvalidReplOriginId;
 }
 
 /*
@@ -218,7 +218,7 @@ ttl_origin_batch_begin(TtlPolicy *policy)
 void
 ttl_origin_batch_end(void)
 {
-	replorigin_session_origin = InvalidRepOriginId;
+	TTL_XACT_ORIGIN = InvalidReplOriginId;
 }
 
 /*

@@ -30,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 #include "catalog/pg_type.h"
 

@@ -47,7 +47,10 @@ SELECT ttl_expires_at('2020-01-01 00:00+00'::timestamptz, interval '1 month 1 da
 	   ttl_expires_at('2020-01-01 00:00+00'::timestamptz, 9223372036854775807) AS never;
 
 -- a per-row TTL column keeps a type the policy can use
+-- (terse: the wording of the hint differs between versions)
+\set VERBOSITY terse
 ALTER TABLE rules.msgs_iv ALTER COLUMN ttl TYPE text;
+\set VERBOSITY default
 
 -- 2. filtered policies: only rows that also pass the filter expire
 CREATE FUNCTION rules.is_final(s text) RETURNS boolean

@@ -893,9 +893,9 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 	if (take->ntids++ == 0)
 		ttl_yield_own_xid();
 	/* the visible version of the row, never waiting for it */
-	switch (table_tuple_delete(b->rel, &slot->tts_tid, take->cid,
-							   GetActiveSnapshot(), InvalidSnapshot,
-							   false, &tmfd, false))
+	switch (ttl_table_tuple_delete(b->rel, &slot->tts_tid, take->cid, 0,
+								   GetActiveSnapshot(), InvalidSnapshot,
+								   false, &tmfd))
 	{
 		case TM_Ok:
 			result->deleted++;

@@ -82,6 +82,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 #include "utils/relcache.h"
 
 #include "ttl_index.h"

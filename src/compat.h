@@ -2,7 +2,7 @@
  *
  * compat.h
  *	  The differences between the PostgreSQL versions ttl_index builds
- *	  against (15 to 18), in one place.
+ *	  against (15 to 19), in one place.
  *
  * Every guard tests the version that changed the API (PG_VERSION_NUM), not
  * the versions we happen to test, so a version or a minor release in
@@ -18,6 +18,7 @@
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/xact.h"
+#include "access/xlogdefs.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
@@ -87,14 +88,54 @@
 
 /*
  * PostgreSQL 18 gave index_beginscan() an instrumentation argument (NULL:
- * none).
+ * none), and 19 a flags argument (ScanOptions for the table fetches).  The
+ * only flag a caller may give, SO_HINT_REL_READ_ONLY ("the statement does
+ * not modify the relation"), lets a read prune a page and set it
+ * all-visible in the visibility map; ttl_index's index scans read the rows
+ * a batch deletes (batch.c) or is about to (probe.c), so they give none:
+ * setting the bit would only make the delete clear it again.
  */
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 190000
+#define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys), SO_NONE)
+#elif PG_VERSION_NUM >= 180000
 #define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), (norderbys))
 #else
 #define ttl_index_beginscan(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
+#endif
+
+/*
+ * A sequential scan of a table the statement only reads (import.c reads
+ * pg_ttl_index's table): PostgreSQL 19 gave table_beginscan() a flags
+ * argument, where SO_HINT_REL_READ_ONLY says so and lets the scan set the
+ * pages it prunes all-visible.  Before 19 there is no such hint.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ttl_table_beginscan_read_only(rel, snapshot) \
+	table_beginscan((rel), (snapshot), 0, NULL, SO_HINT_REL_READ_ONLY)
+#else
+#define ttl_table_beginscan_read_only(rel, snapshot) \
+	table_beginscan((rel), (snapshot), 0, NULL)
+#endif
+
+/*
+ * PostgreSQL 19 replaced the last argument of table_tuple_delete(), bool
+ * changingPart, with a bitmask of options (TABLE_DELETE_CHANGING_PARTITION,
+ * TABLE_DELETE_NO_LOGICAL) given after the command id.  The shim takes 19's
+ * arguments; ttl_index gives no option (its deletes are decoded like any
+ * other), and before 19 none exists but changingPart, which is false.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ttl_table_tuple_delete(rel, tid, cid, options, snapshot, crosscheck, wait, tmfd) \
+	table_tuple_delete((rel), (tid), (cid), (options), (snapshot), (crosscheck), \
+					   (wait), (tmfd))
+#else
+#define ttl_table_tuple_delete(rel, tid, cid, options, snapshot, crosscheck, wait, tmfd) \
+	(AssertMacro((options) == 0), \
+	 table_tuple_delete((rel), (tid), (cid), (snapshot), (crosscheck), (wait), \
+						(tmfd), false))
 #endif
 
 /*
@@ -139,10 +180,54 @@
 #define TTL_ORIGIN_CAPACITY_NAME "max_replication_slots"
 #endif
 
+/*
+ * PostgreSQL 19 renamed RepOriginId and InvalidRepOriginId to ReplOriginId
+ * and InvalidReplOriginId, and moved the origin a transaction is marked with
+ * from replorigin_session_origin into replorigin_xact_state (with the
+ * remote LSN and time that went along with it).  The code uses 19's names;
+ * before 19 they are the old ones.  TTL_XACT_ORIGIN is the variable
+ * (assignable) that marks the next transaction's WAL and commit.
+ */
+#if PG_VERSION_NUM >= 190000
+#define TTL_XACT_ORIGIN			(replorigin_xact_state.origin)
+#else
+typedef RepOriginId ReplOriginId;
+#define InvalidReplOriginId		InvalidRepOriginId
+#define TTL_XACT_ORIGIN			replorigin_session_origin
+#endif
+
 #if PG_VERSION_NUM >= 160000
 #define ttl_replorigin_session_setup(node)	replorigin_session_setup((node), 0)
 #else
 #define ttl_replorigin_session_setup(node)	replorigin_session_setup(node)
+#endif
+
+/*
+ * PostgreSQL 19 names the process that holds a replication slot by its
+ * ProcNumber (ReplicationSlot.active_proc, INVALID_PROC_NUMBER when none),
+ * where earlier versions kept its pid (active_pid, 0 when none).  The
+ * caller holds the slot's spinlock; the pid is 0 when none holds it.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ttl_slot_active_pid(slot) \
+	((slot)->active_proc == INVALID_PROC_NUMBER ? 0 : \
+	 GetPGProcByNumber((slot)->active_proc)->pid)
+#else
+#define ttl_slot_active_pid(slot)	((slot)->active_pid)
+#endif
+
+/*
+ * PostgreSQL 19 sizes a shared hash table with one number of entries
+ * (ShmemInitHash(name, nelems, ...)), where earlier versions took an
+ * initial and a maximum size.  ttl_index's tables never grow
+ * (HASH_FIXED_SIZE): before 19 both sizes are the one given.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ttl_ShmemInitHash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (info), (flags))
+#else
+#define ttl_ShmemInitHash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (nelems), (info), (flags))
 #endif
 
 /*

@@ -31,6 +31,7 @@
 #include "access/tableam.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/tuptable.h"
@@ -43,7 +44,9 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 PG_FUNCTION_INFO_V1(ttl_index_read_pg_ttl_index);
@@ -244,7 +247,7 @@ ttl_index_read_pg_ttl_index(PG_FUNCTION_ARGS)
 	rel = ttl_import_open(PG_GETARG_OID(0), attnums, types);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, snapshot, 0, NULL);
+	scan = ttl_table_beginscan_read_only(rel, snapshot);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		Datum		values[TTL_IMPORT_NCOLS];

@@ -38,8 +38,8 @@
  *	 what is left once no database has the extension.
  *
  * A process sets its session up with its origin once, and each batch sets
- * replorigin_session_origin (marking its WAL records and its commit) or
- * clears it, as the policy and ttl_index.replication_origin say; between
+ * the transaction's origin (TTL_XACT_ORIGIN, compat.h: marking its WAL
+ * records and its commit) or clears it, as the policy and ttl_index.replication_origin say; between
  * batches it is clear.  When a policy wants its changes marked and no
  * origin can be set up (no free replication state), its batches wait
  * (ttl_origin_batch_begin says so, the caller holds them back and says
@@ -94,8 +94,8 @@
 /* this process's slot (shmem.c), -1 until claimed */
 static int	OriginSlot = -1;
 
-/* the session's origin: InvalidRepOriginId until set up */
-static RepOriginId SessionOrigin = InvalidRepOriginId;
+/* the session's origin: InvalidReplOriginId until set up */
+static ReplOriginId SessionOrigin = InvalidReplOriginId;
 
 static bool SetupFailed = false;
 static TimestampTz SetupFailedAt = 0;
@@ -159,12 +159,12 @@ ttl_origin_failed(const char *name, const char *reason)
 /*
  * ttl_origin_states
  *		How many of the server's replication states are taken, and whether
- *		origin id (InvalidRepOriginId: none) has one already (a state is
+ *		origin id (InvalidReplOriginId: none) has one already (a state is
  *		kept from one set-up to the next, and across restarts, until the
  *		origin is dropped).
  */
 static void
-ttl_origin_states(RepOriginId id, int *used, bool *has_state)
+ttl_origin_states(ReplOriginId id, int *used, bool *has_state)
 {
 	char		query[256];
 	bool		isnull;
@@ -180,7 +180,7 @@ ttl_origin_states(RepOriginId id, int *used, bool *has_state)
 		elog(ERROR, "could not read the replication origin states");
 	*used = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											  SPI_tuptable->tupdesc, 1, &isnull));
-	*has_state = id != InvalidRepOriginId &&
+	*has_state = id != InvalidReplOriginId &&
 		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 									SPI_tuptable->tupdesc, 2, &isnull)) > 0;
 	SPI_finish();
@@ -199,12 +199,12 @@ ttl_origin_exit(int code, Datum arg)
 {
 	char		name[NAMEDATALEN];
 
-	if (SessionOrigin == InvalidRepOriginId || OriginSlot < 0)
+	if (SessionOrigin == InvalidReplOriginId || OriginSlot < 0)
 		return;
 	AbortOutOfAnyTransaction();
-	replorigin_session_origin = InvalidRepOriginId;
+	TTL_XACT_ORIGIN = InvalidReplOriginId;
 	replorigin_session_reset();
-	SessionOrigin = InvalidRepOriginId;
+	SessionOrigin = InvalidReplOriginId;
 	if (RecoveryInProgress())
 		return;
 	snprintf(name, sizeof(name), TTL_ORIGIN_PREFIX "%d", OriginSlot);
@@ -263,7 +263,7 @@ ttl_origin_setup(void)
 {
 	char		name[NAMEDATALEN];
 	MemoryContext cxt = CurrentMemoryContext;
-	RepOriginId id = InvalidRepOriginId;
+	ReplOriginId id = InvalidReplOriginId;
 
 	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
 		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
@@ -305,7 +305,7 @@ ttl_origin_setup(void)
 					 errmsg("%d of the server's %d replication states are free, and ttl_index.free_replication_states leaves %d to others",
 							Max(TTL_ORIGIN_CAPACITY - used, 0), TTL_ORIGIN_CAPACITY,
 							ttl_free_replication_states)));
-		if (id == InvalidRepOriginId)
+		if (id == InvalidReplOriginId)
 		{
 			/* its XID is a worker's, not the application's (yield.c) */
 			ttl_yield_own_xid();
@@ -343,13 +343,13 @@ ttl_origin_batch_begin(TtlPolicy *policy)
 	Assert(!IsTransactionState());
 	if (!ttl_origin_wanted(policy))
 	{
-		replorigin_session_origin = InvalidRepOriginId;
+		TTL_XACT_ORIGIN = InvalidReplOriginId;
 		return true;
 	}
-	if (SessionOrigin == InvalidRepOriginId)
+	if (SessionOrigin == InvalidReplOriginId)
 		ttl_origin_setup();
-	replorigin_session_origin = SessionOrigin;
-	return SessionOrigin != InvalidRepOriginId;
+	TTL_XACT_ORIGIN = SessionOrigin;
+	return SessionOrigin != InvalidReplOriginId;
 }
 
 /*
@@ -359,7 +359,7 @@ ttl_origin_batch_begin(TtlPolicy *policy)
 void
 ttl_origin_batch_end(void)
 {
-	replorigin_session_origin = InvalidRepOriginId;
+	TTL_XACT_ORIGIN = InvalidReplOriginId;
 }
 
 /*

@@ -206,11 +206,19 @@ ttl_owner_empty_placeholders(void)
 	for (int i = 0; i < n; i++)
 	{
 		struct config_generic *var = vars[i];
-		struct config_string *str = (struct config_string *) var;
+		const char *value;
 
 		if ((var->flags & GUC_CUSTOM_PLACEHOLDER) == 0 ||
-			var->vartype != PGC_STRING ||
-			*str->variable == NULL || **str->variable == '\0')
+			var->vartype != PGC_STRING)
+			continue;
+
+		/*
+		 * The value through the GUC API: the layout of a string variable's
+		 * own fields is not the same in every version (19 moved them into
+		 * a union inside config_generic).
+		 */
+		value = GetConfigOption(var->name, true, false);
+		if (value == NULL || value[0] == '\0')
 			continue;
 		names = lappend(names, pstrdup(var->name));
 	}

@@ -33,6 +33,7 @@
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /* holding: until every gap is below half of its limit */
@@ -68,7 +69,7 @@ ttl_replicas_gaps(uint64 *standby_gap, uint64 *slot_gap)
 			if (!s->in_use)
 				continue;
 			SpinLockAcquire(&s->mutex);
-			pid = s->active_pid;
+			pid = ttl_slot_active_pid(s);
 			logical = SlotIsLogical(s);
 			pos = logical ? s->data.confirmed_flush : s->data.restart_lsn;
 			SpinLockRelease(&s->mutex);

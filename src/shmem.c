@@ -182,9 +182,8 @@ ttl_shmem_init(void)
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(TtlStatsKey);
 	info.entrysize = sizeof(TtlStatsEntry);
-	StatsHash = ShmemInitHash("ttl_index policy stats",
-							  ttl_max_policies, ttl_max_policies,
-							  &info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	StatsHash = ttl_ShmemInitHash("ttl_index policy stats", ttl_max_policies,
+								  &info, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 
 	LWLockRelease(AddinShmemInitLock);
 }

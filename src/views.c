@@ -36,6 +36,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/resowner.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 #include "catalog/pg_type.h"
 

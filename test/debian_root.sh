@@ -22,6 +22,10 @@
 # that a changed list makes a new root.  A root that was not finished has
 # no stamp and is made again from scratch on the next call.
 #
+# TTL_ROOT_SHARE=DIR (for "run"): a directory of the host, bind-mounted at
+# the same path inside the root while CMD runs (test/run_tests.sh shares
+# its TAP port lock directory between the host and every root this way).
+#
 # The Debian mirror is the one this machine's apt already uses (the first
 # "deb" source in /etc/apt/sources.list.d/ or /etc/apt/sources.list that is
 # not a security archive); TTL_DEBIAN_MIRROR overrides it.  The mirror may
@@ -126,29 +130,52 @@ make_root() {
 	log "== the Debian $suite root made in $(($(date +%s) - start)) s"
 }
 
-# unmount_all: what run_in mounted, innermost first
+# unmount_all: whatever is mounted inside the root, innermost first, so
+# that nothing of the host is reachable through it when it is removed
 unmount_all() {
 	local m
-	for m in dev/pts dev/shm proc; do
-		if mountpoint -q "$root/$m"; then
-			umount "$root/$m" || umount -l "$root/$m"
-		fi
+	for m in $(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$m" || umount -l "$m"
 	done
 }
 
-# run_in CMD...: run CMD in the root, with the file systems a server needs
+# mount_in WHERE MOUNT-ARGS...: mount at $root/WHERE unless something is
+# mounted there already (another run in the same root); remember it
+mounted=""
+mount_in() {
+	local where=$root/$1
+	shift
+	mkdir -p "$where"
+	mountpoint -q "$where" && return
+	mount "$@" "$where"
+	mounted="$where $mounted"
+}
+
+# unmount_ours: what this run mounted, innermost first (a run beside it in
+# the same root keeps its own)
+unmount_ours() {
+	local m
+	for m in $mounted; do
+		umount "$m" || umount -l "$m"
+	done
+	mounted=""
+}
+
+# run_in CMD...: run CMD in the root, with the file systems a server needs,
+# and the host's directory TTL_ROOT_SHARE (if set) at the same path inside
 run_in() {
 	local rc=0
-	trap unmount_all EXIT
-	mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
-	mkdir -p "$root/dev/shm" "$root/dev/pts"
-	mountpoint -q "$root/dev/shm" || mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
-	mountpoint -q "$root/dev/pts" ||
-		mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts"
+	trap unmount_ours EXIT
+	mount_in proc -t proc proc
+	mount_in dev/shm -t tmpfs -o mode=1777 tmpfs
+	mount_in dev/pts -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts
+	if [ -n "${TTL_ROOT_SHARE:-}" ]; then
+		mount_in "${TTL_ROOT_SHARE#/}" --bind "$TTL_ROOT_SHARE"
+	fi
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@" || rc=$?
-	unmount_all
+	unmount_ours
 	trap - EXIT
 	return $rc
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/run_tests.sh [--pg "15 16 17 18"] [--suites "layers regress isolation tap bench deb"]
+# test/run_tests.sh [--pg "15 16 17 18 19"] [--suites "layers regress isolation tap bench deb"]
 #                   [--tap "t/001_worker.pl ..."]
 #
 # Installs what the tests need, builds the servers and the extension, then
@@ -20,12 +20,16 @@
 #       smoke run draws no chart there (no gnuplot in the root)
 #   18  PostgreSQL 18.3, built as 16 is, with Citus 14.0.1 built into it
 #       (the Citus test, t/021_citus.pl, runs there and skips elsewhere)
+#   19  the release candidate 19~rc1 from Debian experimental (assertions
+#       off), in a Debian sid root (test/debian_root.sh 19), run as 17 is:
+#       this script again inside it builds and installs the package
+#       postgresql-19-ttl-index and runs the suites as its "postgres" user
 #
 # t/025_pg_upgrade.pl upgrades a cluster of Debian's 15, with this tree's
 # ttl_index, to 16 and 18 with pg_upgrade; it skips on 15 itself and in the
-# Debian 13 root (no 15 there).
+# Debian roots (no 15 there).
 #
-# The source builds and the Debian 13 root are made once per machine and
+# The source builds and the Debian roots are made once per machine and
 # cached under /var/cache/ttl_index (test/pg_build.sh, test/debian_root.sh).
 # Every server log of a version's run is read afterwards: a "TRAP:" (failed
 # assertion), a "PANIC" or a process "terminated by signal" other than the
@@ -36,16 +40,16 @@
 # runs each version's suites there as that user, since PostgreSQL refuses to
 # run as root.
 #
-# --pg: the versions to run, in increasing order (default "15 16 17 18";
+# --pg: the versions to run, in increasing order (default "15 16 17 18 19";
 # "--pg 15" for quick work).  --suites: which suites (default all; "layers"
 # checks the file layout of docs/design.md once, test/layers.pl; "deb"
-# builds and installs the package for 15 and 17, else they get a plain make
-# install).  --tap: TAP files to run (default all).  The same three can be
+# builds and installs the package for 15, 17 and 19, else they get a plain
+# make install).  --tap: TAP files to run (default all).  The same three can be
 # given as TTL_PG_VERSIONS, TTL_TEST_SUITES and TTL_TAP_TESTS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-versions=${TTL_PG_VERSIONS:-15 16 17 18}
+versions=${TTL_PG_VERSIONS:-15 16 17 18 19}
 suites=${TTL_TEST_SUITES:-layers regress isolation tap bench deb}
 taps=${TTL_TAP_TESTS:-}
 inner=0
@@ -64,10 +68,18 @@ while [ $# -gt 0 ]; do
 done
 has_suite() { [[ " $suites " == *" $1 "* ]]; }
 
+# in_debian_root VERSION: whether a version is tested in a Debian root of
+# its own (test/debian_root.sh): 17 in Debian 13, 19 in Debian sid
+in_debian_root() { [ "$1" = 17 ] || [ "$1" = 19 ]; }
+
+# packaged VERSION: whether a version is tested as the Debian package
+# installs it (15 on this Debian 12 machine, the versions of the roots)
+packaged() { [ "$1" = 15 ] || in_debian_root "$1"; }
+
 # pg_config_for VERSION: the pg_config of a version (builds it if needed;
-# 17 only inside the Debian 13 root)
+# 17 and 19 only inside their Debian roots)
 pg_config_for() {
-	if [ "$1" = 15 ] || [ "$1" = 17 ]; then
+	if packaged "$1"; then
 		echo "/usr/lib/postgresql/$1/bin/pg_config"
 	elif [ "$1" = 18 ]; then
 		# with Citus 14.0.1 installed into it, for test/t/021_citus.pl
@@ -130,26 +142,26 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	}
 
 	# Each version is made ready in turn (its server built, the extension
-	# installed from a copy of the tree of its own, the Debian 13 root
-	# made), then the versions' suites run in lanes side by side: a lane
-	# runs its versions one after another.  The suites mostly wait for
-	# states (a worker's pass, a standby's replay), so two lanes share two
-	# cores well and halve the run.  Each version has its own copy of the
-	# tree, its own regress and benchmark ports (run_tests.sh --inner), and
-	# the TAP servers of every lane take their ports through one lock
-	# directory (PG_TEST_PORT_DIR), in the Debian 13 root when there is
-	# one so that the run inside it shares it.  TTL_TEST_LANES=1 runs one
-	# version after another.
+	# installed from a copy of the tree of its own, its Debian root made),
+	# then the versions' suites run in lanes side by side: a lane runs its
+	# versions one after another.  The suites mostly wait for states (a
+	# worker's pass, a standby's replay), so two lanes share two cores well
+	# and halve the run.  Each version has its own copy of the tree, its
+	# own regress and benchmark ports (run_tests.sh --inner), and the TAP
+	# servers of every lane take their ports through one lock directory
+	# (PG_TEST_PORT_DIR), which each Debian root sees at the same path
+	# (bind-mounted: TTL_ROOT_SHARE of test/debian_root.sh) so that the
+	# runs inside them share it.  TTL_TEST_LANES=1 runs one version after
+	# another.
 	lanes=${TTL_TEST_LANES:-2}
-	root=""
 	ready=""
+	chmod 755 "$work"
 	for v in $versions; do
 		mkdir -p "$work/v$v"
-		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
-			if ! root=$(bash "$here/test/debian_root.sh" 17); then
-				echo "not ok - PostgreSQL 17: could not make the Debian 13 root"
+		if in_debian_root "$v" && [ $in_root = 0 ]; then
+			if ! root=$(bash "$here/test/debian_root.sh" "$v"); then
+				echo "not ok - PostgreSQL $v: could not make its Debian root"
 				failed=$((failed + 1))
-				root=""
 				continue
 			fi
 			rwork=$(mktemp -d "$root/tmp/ttl_index_test.XXXXXX")
@@ -164,8 +176,9 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			export PG_CONFIG
 			echo "$PG_CONFIG" > "$work/v$v/pg_config"
 			cp -a "$here"/. "$work/v$v/tree"/
-			# 15 on Debian 12 and 17 on Debian 13 are tested as packaged
-			if { [ "$v" = 15 ] || [ "$v" = 17 ]; } && has_suite deb; then
+			# 15 on Debian 12, 17 on Debian 13 and 19 on sid are tested
+			# as packaged
+			if packaged "$v" && has_suite deb; then
 				if bash "$here/test/deb.sh" "$work/v$v/tree"; then
 					echo "ok - the .deb builds and installs" > "$work/v$v/deb"
 				else
@@ -180,11 +193,8 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		fi
 		ready="$ready $v"
 	done
-	portdir_inside=/var/tmp/ttl_index_ports
 	if [ -n "${TTL_PORT_DIR:-}" ]; then
-		portdir=$TTL_PORT_DIR	# in the root, the host's run gave it
-	elif [ -n "$root" ]; then
-		portdir=$root$portdir_inside
+		portdir=$TTL_PORT_DIR	# in a root, the host's run gave it
 	else
 		portdir=$work/ports
 	fi
@@ -197,19 +207,21 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		local v=$1 t0
 		t0=$(date +%s)
 		echo "== PostgreSQL $v: started $(date -u +%H:%M:%S)"
-		if [ "$v" = 17 ] && [ $in_root = 0 ]; then
-			# this script again, in the Debian 13 root, as root there: it
-			# builds and installs postgresql-17-ttl-index and runs the
-			# suites as that root's postgres user
+		if in_debian_root "$v" && [ $in_root = 0 ]; then
+			# this script again, in the version's Debian root, as root
+			# there: it builds and installs postgresql-$v-ttl-index and
+			# runs the suites as that root's postgres user, taking its
+			# TAP ports through the host's lock directory
 			local rwork
 			rwork=$(cat "$work/v$v/rwork")
-			bash "$here/test/debian_root.sh" 17 run env TTL_PORT_DIR=$portdir_inside \
+			TTL_ROOT_SHARE=$portdir bash "$here/test/debian_root.sh" "$v" run \
+				env TTL_PORT_DIR="$portdir" \
 				bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
-				--in-root --pg 17 --suites "$suites" ${taps:+--tap "$taps"} \
+				--in-root --pg "$v" --suites "$suites" ${taps:+--tap "$taps"} \
 				> "$work/v$v/out" 2>&1 || true
-			rm -rf "$here/test/log/pg17" "$here"/test/log/postgresql-17-ttl-index*.deb
+			rm -rf "$here/test/log/pg$v" "$here"/test/log/postgresql-"$v"-ttl-index*.deb
 			mkdir -p "$here/test/log"
-			cp -a "$rwork/tree/test/log/pg17" "$rwork"/tree/test/log/postgresql-17-*.deb \
+			cp -a "$rwork/tree/test/log/pg$v" "$rwork"/tree/test/log/postgresql-"$v"-*.deb \
 				"$here/test/log/" 2>/dev/null || true
 			rm -rf "$rwork"
 		else
@@ -247,7 +259,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 
 	for v in $ready; do
 		# the version's own output, whole, then its count (a deb check of
-		# 15 counts inside it; 17's run counts its own)
+		# 15 counts here; the runs in the roots count their own)
 		cat "$work/v$v/out"
 		if [ -f "$work/v$v/deb" ]; then
 			if grep -q '^ok - the .deb' "$work/v$v/deb"; then

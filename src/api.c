@@ -585,7 +585,7 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 static const char *
 ttl_api_zone_offset(pg_tz *tz)
 {
-	pg_time_t	now = (pg_time_t) time(NULL);
+	pg_time_t	now = timestamptz_to_time_t(GetCurrentTimestamp());
 	struct pg_tm *tm = tz ? pg_localtime(&now, tz) : NULL;
 	long		off = tm ? tm->tm_gmtoff : 0;
 	long		abs_off = off < 0 ? -off : off;
@@ -673,7 +673,7 @@ ttl_api_zone_given(const char *given)
 	const char *p = given;
 	long		secs;
 	pg_tz	   *tz;
-	pg_time_t	now = (pg_time_t) time(NULL);
+	pg_time_t	now = timestamptz_to_time_t(GetCurrentTimestamp());
 	struct pg_tm *tm;
 
 	while (*p == ' ')

@@ -431,6 +431,7 @@ typedef struct TtlTidGroup
 	int			n;
 	ItemPointerData *tids;
 	TransactionId *xmins;
+	bool	   *capped;			/* taken for the cap (batch.c) */
 } TtlTidGroup;
 
 typedef enum TtlResolve
@@ -617,6 +618,7 @@ typedef struct TtlBatchResult
 	int			ntids;
 	ItemPointerData *tids;		/* in the pass's memory */
 	TransactionId *xmins;
+	bool	   *capped_rows;	/* whether each was taken for the cap */
 	/* the last key the last engine batch read, until the next (batch.c) */
 	bool		have_last;
 	Datum		last_key;

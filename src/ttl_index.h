@@ -235,6 +235,7 @@ typedef struct TtlOwnerSave
 } TtlOwnerSave;
 
 extern Oid	ttl_table_owner(Oid relid);
+extern Oid	ttl_table_owner_if_exists(Oid relid);
 extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
 extern void ttl_owner_leave(TtlOwnerSave *save);
 extern void ttl_owner_release_session_locks(void);

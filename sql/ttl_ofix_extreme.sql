@@ -50,6 +50,14 @@ INSERT INTO c VALUES (1, '2025-01-01', 60), (2, '294276-12-31 23:00:00', 1800),
 	(9, '2025-01-01', 60);
 SELECT ttl_create_index('c', 'k', NULL::interval, ttl_column => 'ttl',
 						time_zone => 'America/Los_Angeles') > 0 AS ok;
+-- soft delete of an epoch key at the far end of its range (bigint
+-- seconds INT64_MIN): expired, its expiry is -infinity, not an error that
+-- held the row back for good
+CREATE TABLE s (id int, k bigint, gone timestamptz);
+INSERT INTO s VALUES (1, 1735689600), (2, -9223372036854775808),
+	(3, 9223372036854775807);
+SELECT ttl_create_index('s', 'k', 60, unit => 's',
+						soft_delete_column => 'gone') > 0 AS ok;
 RESET client_min_messages;
 
 SELECT ttl_runner() >= 0 AS ran;
@@ -61,6 +69,7 @@ SELECT id, k FROM a_arch ORDER BY id;
 SELECT id, k, gone FROM d ORDER BY id;
 SELECT id, k, gone FROM e ORDER BY id;
 SELECT id, k FROM c ORDER BY id;
+SELECT id, k, gone FROM s ORDER BY id;
 -- and no policy failed
 SELECT table_name, last_error FROM ttl_index_stats ORDER BY table_name::text;
 

@@ -234,8 +234,16 @@ ttl_statement_expiry_sql(TtlPolicy *policy, TtlTarget *t, Oid softtype)
 			policy->unit_ns == INT64CONST(1000000) ? "1000" :
 			policy->unit_ns == INT64CONST(1000) ? "1000000" : "1000000000";
 
-		instant = psprintf("pg_catalog.to_timestamp(CAST(%s AS pg_catalog.float8) OPERATOR(pg_catalog./) %s)",
-						   t->key_sql, per_second);
+		char	   *secs = psprintf("(CAST(%s AS pg_catalog.float8) OPERATOR(pg_catalog./) %s)",
+									t->key_sql, per_second);
+
+		/* a day inside either end of time, as for wall-clock keys */
+		instant = psprintf("CASE WHEN %s OPERATOR(pg_catalog.<) -210866716800"
+						   " THEN CAST('-infinity' AS pg_catalog.timestamptz)"
+						   " WHEN %s OPERATOR(pg_catalog.>=) 9224317929600"
+						   " THEN CAST('infinity' AS pg_catalog.timestamptz)"
+						   " ELSE pg_catalog.to_timestamp(%s) END",
+						   secs, secs, secs);
 	}
 	else if (t->keytype == DATEOID || t->keytype == TIMESTAMPOID)
 		instant = ttl_statement_instant_sql(t);

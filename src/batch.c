@@ -659,11 +659,29 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	result->deleted += processed;
 	result->left += ntids - (int64) processed;
 	/*
-	 * Those taken for the cap, as far as the statement took them: exact
-	 * when it took all or none, and for the single rows of a failed batch
-	 * retried in parts (which keep their flags, pass.c).
+	 * Those taken for the cap, as far as the statement took them.  When it
+	 * left some rows (a trigger, a foreign key) of a mix of capped and
+	 * expired ones, the capped rows it deleted are those our snapshot no
+	 * longer sees since it ran (a cap only deletes or archives).
 	 */
-	result->capped += Min(ncapped, (int64) processed);
+	if (processed == 0 || ncapped == 0 || ncapped == ntids ||
+		processed == (uint64) ntids)
+		result->capped += Min(ncapped, (int64) processed);
+	else
+	{
+		TupleTableSlot *slot = table_slot_create(b->rel, NULL);
+
+		CommandCounterIncrement();
+		UpdateActiveSnapshotCommandId();
+		for (int i = 0; i < ntids; i++)
+		{
+			if (capped[i] &&
+				!table_tuple_fetch_row_version(b->rel, &tids[i],
+											   GetActiveSnapshot(), slot))
+				result->capped++;
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
 	if (b->policy->action == TTL_ACTION_ARCHIVE)
 		result->archived += processed;
 	else if (b->policy->action == TTL_ACTION_SOFT_DELETE)

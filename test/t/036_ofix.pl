@@ -42,11 +42,19 @@ END $$;
 CREATE TRIGGER n_keep BEFORE DELETE ON n FOR EACH ROW EXECUTE FUNCTION n_keep();
 INSERT INTO r SELECT g, now() - g * interval '1 min' FROM generate_series(1, 30) g;
 INSERT INTO n SELECT * FROM r;
+-- m: the same rows, 10 minutes of expiry and a cap of 5: ids 6 to 9 go
+-- for the cap, 10 to 30 for their age, in one statement that the trigger
+-- leaves some rows of
+CREATE TABLE m (id int, k timestamptz);
+CREATE TRIGGER m_keep BEFORE DELETE ON m FOR EACH ROW EXECUTE FUNCTION n_keep();
+INSERT INTO m SELECT * FROM r;
 SELECT pg_stat_force_next_flush();
 });
 $node->safe_psql('postgres', q{
 ANALYZE r;
 ANALYZE n;
+ANALYZE m;
+SELECT ttl_create_index('m', 'k', 600, max_rows => 5);
 SELECT ttl_create_index('r', 'k', NULL::interval, max_rows => 10);
 SELECT ttl_create_index('n', 'k', NULL::interval, max_rows => 10);
 });
@@ -58,11 +66,15 @@ my $left = q{SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM r WHERE i
 TtlIndex::wait_is($node, 'postgres', $left,
 	'12,15,18,21,24,27,30 12,15,18,21,24,27,30 17 17',
 	'the cap deletes the oldest rows the triggers let go');
-# every row the cap deleted is counted as capped
+TtlIndex::wait_is($node, 'postgres',
+	q{SELECT string_agg(id::text, ',' ORDER BY id) FROM m WHERE id > 5},
+	'6,9,12,15,18,21,24,27,30',
+	'the cap and the expiry delete the rows the trigger lets go');
+# every row the cap deleted is counted as capped, and no other
 TtlIndex::wait_is($node, 'postgres', q{
 SELECT string_agg(table_name || ' ' || rows_deleted || ' ' || rows_capped, ', ' ORDER BY table_name::text)
-  FROM ttl_index_stats WHERE table_name IN ('r'::regclass, 'n'::regclass)},
-	'n 13 13, r 13 13',
+  FROM ttl_index_stats WHERE table_name IN ('r'::regclass, 'n'::regclass, 'm'::regclass)},
+	'm 16 2, n 13 13, r 13 13',
 	'rows_capped counts the rows deleted over the cap, refused rows retried one by one too');
 
 done_testing();

@@ -136,8 +136,6 @@ typedef struct TtlBatch
 	Datum		ttl_bound;		/* the expiry's bound: rows at or above it
 								 * are taken for the cap */
 	FmgrInfo	less;			/* the key's "<", when capping */
-	int64		capped_collected;	/* rows collected for the statement
-									 * that were taken for the cap */
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
 	instr_time	start;
@@ -712,14 +710,18 @@ ttl_batch_hold_not_done(TtlBatch *b, ItemPointerData *tids, int ntids)
  */
 static void
 ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
-					int ntids, TtlBatchResult *result)
+					bool *capped, int ntids, TtlBatchResult *result)
 {
 	uint64		processed;
+	int64		ncapped = 0;
 
 	result->tids_relid = b->target->relid;
 	result->ntids = ntids;
 	result->tids = tids;
 	result->xmins = xmins;
+	result->capped_rows = capped;
+	for (int i = 0; i < ntids; i++)
+		ncapped += capped[i] ? 1 : 0;
 	if (ttl_rel_reaches_out(b->rel, b->policy->action) ||
 		(b->via_parent && ttl_rel_reaches_out(b->parent, b->policy->action)))
 		result->flush = true;
@@ -727,9 +729,30 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 								  b->via_parent, tids, ntids, &b->cutoff);
 	result->deleted += processed;
 	result->left += ntids - (int64) processed;
-	/* those taken for the cap, as far as the statement took them */
-	result->capped += Min(b->capped_collected, (int64) processed);
-	b->capped_collected = 0;
+	/*
+	 * Those taken for the cap, as far as the statement took them.  When it
+	 * left some rows (a trigger, a foreign key) of a mix of capped and
+	 * expired ones, the capped rows it deleted are those our snapshot no
+	 * longer sees since it ran (a cap only deletes or archives).
+	 */
+	if (processed == 0 || ncapped == 0 || ncapped == ntids ||
+		processed == (uint64) ntids)
+		result->capped += Min(ncapped, (int64) processed);
+	else
+	{
+		TupleTableSlot *slot = table_slot_create(b->rel, NULL);
+
+		CommandCounterIncrement();
+		UpdateActiveSnapshotCommandId();
+		for (int i = 0; i < ntids; i++)
+		{
+			if (capped[i] &&
+				!table_tuple_fetch_row_version(b->rel, &tids[i],
+											   GetActiveSnapshot(), slot))
+				result->capped++;
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
 	if (b->policy->action == TTL_ACTION_ARCHIVE)
 		result->archived += processed;
 	else if (b->policy->action == TTL_ACTION_SOFT_DELETE)
@@ -759,6 +782,7 @@ typedef struct TtlTake
 	CommandId	cid;			/* direct: the deletes' command */
 	ItemPointerData *tids;		/* else: the rows collected */
 	TransactionId *xmins;
+	bool	   *capped;			/* whether each was taken for the cap */
 	int			ntids;			/* rows deleted or collected */
 	int			limit;
 } TtlTake;
@@ -883,9 +907,8 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 		{
 			take->tids[take->ntids] = slot->tts_tid;
 			take->xmins[take->ntids] = xmin;
+			take->capped[take->ntids] = ttl_batch_capped(b, isnull, key);
 			take->ntids++;
-			if (ttl_batch_capped(b, isnull, key))
-				b->capped_collected++;
 		}
 		return false;
 	}
@@ -935,6 +958,7 @@ ttl_take_begin(TtlBatch *b, TtlTake *take)
 
 		take->tids = MemoryContextAlloc(b->pass->rowscxt, sizeof(ItemPointerData) * room);
 		take->xmins = MemoryContextAlloc(b->pass->rowscxt, sizeof(TransactionId) * room);
+		take->capped = MemoryContextAlloc(b->pass->rowscxt, sizeof(bool) * room);
 	}
 }
 
@@ -948,12 +972,15 @@ ttl_take_end(TtlBatch *b, TtlTake *take, TtlBatchResult *result)
 	if (!take->direct)
 	{
 		if (take->ntids > 0)
-			ttl_batch_statement(b, take->tids, take->xmins, take->ntids, result);
+			ttl_batch_statement(b, take->tids, take->xmins, take->capped,
+								take->ntids, result);
 		pfree(take->tids);
 		pfree(take->xmins);
+		pfree(take->capped);
 	}
 	result->tids = NULL;
 	result->xmins = NULL;
+	result->capped_rows = NULL;
 }
 
 /*
@@ -1377,11 +1404,13 @@ ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 		TtlTidGroup *g = (TtlTidGroup *) linitial(t->retry);
 
 		t->retry = list_delete_first(t->retry);
-		ttl_batch_statement(&b, g->tids, g->xmins, g->n, result);
+		ttl_batch_statement(&b, g->tids, g->xmins, g->capped, g->n, result);
 		result->tids = NULL;
 		result->xmins = NULL;
+		result->capped_rows = NULL;
 		pfree(g->tids);
 		pfree(g->xmins);
+		pfree(g->capped);
 		pfree(g);
 		ttl_batch_end(&b);
 		ttl_batch_adapt(&b, result, result->deleted + result->left);

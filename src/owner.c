@@ -162,12 +162,28 @@ ttl_server_setting(const char *name)
 Oid
 ttl_table_owner(Oid relid)
 {
+	Oid			owner = ttl_table_owner_if_exists(relid);
+
+	if (!OidIsValid(owner))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	return owner;
+}
+
+/*
+ * ttl_table_owner_if_exists
+ *		The owner of a relation, or InvalidOid if it is gone: one a
+ *		concurrent DROP removed while its policy row was still visible to
+ *		the caller's snapshot (no lock is held on it here).
+ */
+Oid
+ttl_table_owner_if_exists(Oid relid)
+{
 	HeapTuple	tup;
 	Oid			owner;
 
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
+		return InvalidOid;
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;

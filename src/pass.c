@@ -422,14 +422,18 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 		g->n = n;
 		g->tids = MemoryContextAlloc(pass->cxt, sizeof(ItemPointerData) * n);
 		g->xmins = MemoryContextAlloc(pass->cxt, sizeof(TransactionId) * n);
+		g->capped = MemoryContextAlloc(pass->cxt, sizeof(bool) * n);
 		memcpy(g->tids, failed->tids + from, sizeof(ItemPointerData) * n);
 		memcpy(g->xmins, failed->xmins + from, sizeof(TransactionId) * n);
+		memcpy(g->capped, failed->capped_rows + from, sizeof(bool) * n);
 		t->retry = lcons(g, t->retry);
 	}
 	MemoryContextSwitchTo(old);
 	pfree(failed->tids);
 	pfree(failed->xmins);
+	pfree(failed->capped_rows);
 	failed->tids = NULL;
 	failed->xmins = NULL;
+	failed->capped_rows = NULL;
 	return true;
 }

@@ -155,6 +155,54 @@ static const char *const ttl_planner_pins[][2] = {
 };
 
 /*
+ * The wall-clock keys converted to instants: two days inside either end of
+ * time (no zone is a day off UTC), so that converting a key, and its expiry
+ * back to wall-clock time, cannot leave the range.  Keys beyond them are
+ * the infinity on their side, as ttl_key_instant() reads them: a key past
+ * the end never expires, one before the start always has.  Without this, a
+ * single such row failed every statement it met (22008), and the other
+ * expired rows of its table stayed for good.
+ */
+#define TTL_LOCAL_LOW		"4714-11-26 00:00:00 BC"
+#define TTL_LOCAL_HIGH		"294276-12-30 00:00:00"
+
+/*
+ * ttl_statement_clamp_sql
+ *		CASE that gives -infinity below the low end and infinity at or
+ *		above the high end of value (of type valtype, timestamp, date or
+ *		timestamptz), and otherwise inner, of type restype.
+ */
+static char *
+ttl_statement_clamp_sql(const char *value, const char *valtype,
+						const char *restype, const char *inner)
+{
+	const char *zone = strcmp(valtype, "timestamptz") == 0 ? "+00" : "";
+
+	return psprintf("CASE WHEN %s OPERATOR(pg_catalog.<) CAST('%s%s' AS pg_catalog.%s)"
+					" THEN CAST('-infinity' AS pg_catalog.%s)"
+					" WHEN %s OPERATOR(pg_catalog.>=) CAST('%s%s' AS pg_catalog.%s)"
+					" THEN CAST('infinity' AS pg_catalog.%s) ELSE %s END",
+					value, TTL_LOCAL_LOW, zone, valtype, restype,
+					value, TTL_LOCAL_HIGH, zone, valtype, restype, inner);
+}
+
+/*
+ * ttl_statement_instant_sql
+ *		A wall-clock key (timestamp or date) as the instant it denotes in
+ *		the policy's zone, saturated at either end of time.
+ */
+static char *
+ttl_statement_instant_sql(TtlTarget *t)
+{
+	if (t->keytype == DATEOID)
+		return ttl_statement_clamp_sql(t->key_sql, "date", "timestamptz",
+									   psprintf("pg_catalog.timezone($4, CAST(%s AS pg_catalog.timestamp))",
+												t->key_sql));
+	return ttl_statement_clamp_sql(t->key_sql, "timestamp", "timestamptz",
+								   psprintf("pg_catalog.timezone($4, %s)", t->key_sql));
+}
+
+/*
  * ttl_statement_expired_sql
  *		The condition "this row has expired" over the key, with $2 and $4 as
  *		described at the top of the file.
@@ -164,18 +212,14 @@ ttl_statement_expired_sql(TtlPolicy *policy, TtlTarget *t)
 {
 	if (!ttl_key_is_local(t->keytype, policy->unit_ns))
 		return psprintf("%s OPERATOR(pg_catalog.<) $2", t->key_sql);
-	if (t->keytype == DATEOID)
-		return psprintf("pg_catalog.timezone($4, CAST(%s AS pg_catalog.timestamp))"
-						" OPERATOR(pg_catalog.<) $2", t->key_sql);
-	return psprintf("pg_catalog.timezone($4, %s) OPERATOR(pg_catalog.<) $2",
-					t->key_sql);
+	return psprintf("%s OPERATOR(pg_catalog.<) $2", ttl_statement_instant_sql(t));
 }
 
 /*
  * ttl_statement_expiry_sql
  *		The instant the row expires, as a value of the soft-delete column's
  *		type: timestamptz as is, timestamp and date as wall-clock time in
- *		the policy's zone.
+ *		the policy's zone (saturated at either end of time).
  */
 static char *
 ttl_statement_expiry_sql(TtlPolicy *policy, TtlTarget *t, Oid softtype)
@@ -190,21 +234,29 @@ ttl_statement_expiry_sql(TtlPolicy *policy, TtlTarget *t, Oid softtype)
 			policy->unit_ns == INT64CONST(1000000) ? "1000" :
 			policy->unit_ns == INT64CONST(1000) ? "1000000" : "1000000000";
 
-		instant = psprintf("pg_catalog.to_timestamp(CAST(%s AS pg_catalog.float8) OPERATOR(pg_catalog./) %s)",
-						   t->key_sql, per_second);
+		char	   *secs = psprintf("(CAST(%s AS pg_catalog.float8) OPERATOR(pg_catalog./) %s)",
+									t->key_sql, per_second);
+
+		/* a day inside either end of time, as for wall-clock keys */
+		instant = psprintf("CASE WHEN %s OPERATOR(pg_catalog.<) -210866716800"
+						   " THEN CAST('-infinity' AS pg_catalog.timestamptz)"
+						   " WHEN %s OPERATOR(pg_catalog.>=) 9224317929600"
+						   " THEN CAST('infinity' AS pg_catalog.timestamptz)"
+						   " ELSE pg_catalog.to_timestamp(%s) END",
+						   secs, secs, secs);
 	}
-	else if (t->keytype == DATEOID)
-		instant = psprintf("pg_catalog.timezone($4, CAST(%s AS pg_catalog.timestamp))", t->key_sql);
-	else if (t->keytype == TIMESTAMPOID)
-		instant = psprintf("pg_catalog.timezone($4, %s)", t->key_sql);
+	else if (t->keytype == DATEOID || t->keytype == TIMESTAMPOID)
+		instant = ttl_statement_instant_sql(t);
 	else
 		instant = t->key_sql;
 
 	expiry = psprintf("(%s OPERATOR(pg_catalog.+) $3)", instant);
 	if (softtype == TIMESTAMPOID)
-		return psprintf("pg_catalog.timezone($4, %s)", expiry);
+		return ttl_statement_clamp_sql(expiry, "timestamptz", "timestamp",
+									   psprintf("pg_catalog.timezone($4, %s)", expiry));
 	if (softtype == DATEOID)
-		return psprintf("CAST(pg_catalog.timezone($4, %s) AS pg_catalog.date)", expiry);
+		return ttl_statement_clamp_sql(expiry, "timestamptz", "date",
+									   psprintf("CAST(pg_catalog.timezone($4, %s) AS pg_catalog.date)", expiry));
 	return expiry;
 }
 

@@ -300,6 +300,7 @@ ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
 		p->result = *result;
 		p->result.tids = NULL;
 		p->result.xmins = NULL;
+		p->result.capped_rows = NULL;
 	}
 	p->is_pass = is_pass;
 	p->rows = rows;

@@ -244,6 +244,7 @@ typedef struct TtlOwnerSave
 } TtlOwnerSave;
 
 extern Oid	ttl_table_owner(Oid relid);
+extern Oid	ttl_table_owner_if_exists(Oid relid);
 extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
 extern void ttl_owner_leave(TtlOwnerSave *save);
 extern void ttl_owner_release_session_locks(void);
@@ -445,6 +446,7 @@ typedef struct TtlTidGroup
 	int			n;
 	ItemPointerData *tids;
 	TransactionId *xmins;
+	bool	   *capped;			/* taken for the cap (batch.c) */
 } TtlTidGroup;
 
 typedef enum TtlResolve
@@ -633,6 +635,7 @@ typedef struct TtlBatchResult
 	int			ntids;
 	ItemPointerData *tids;		/* in the pass's memory */
 	TransactionId *xmins;
+	bool	   *capped_rows;	/* whether each was taken for the cap */
 	/* the last key the last engine batch read, until the next (batch.c) */
 	bool		have_last;
 	Datum		last_key;

@@ -413,7 +413,14 @@ ttl_worker_reload(void)
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
 		TtlSchedEntry *e = NULL;
+		Oid			owner = ttl_table_owner_if_exists(p->relid);
 
+		/*
+		 * A table dropped since the policies were read: its policy goes
+		 * with it (the walk below frees an old entry of it).
+		 */
+		if (!OidIsValid(owner))
+			continue;
 		while (old_i < ScheduleLen && Schedule[old_i].e->policy.id < p->id)
 			old_i++;
 		if (old_i < ScheduleLen && Schedule[old_i].e->policy.id == p->id)
@@ -447,7 +454,7 @@ ttl_worker_reload(void)
 		}
 		if (woken)
 			e->writes_known = false;
-		e->owner = ttl_table_owner(p->relid);
+		e->owner = owner;
 		ttl_worker_slot_set(&schedule[n++], e);
 	}
 

@@ -76,6 +76,10 @@ sub offset_at
 	my ($std, $rule) = @{ $ZONES{$zone} // die "unknown zone $zone" };
 	return $std unless $rule;
 	my $y = (gmtime($t))[5] + 1900;
+	# far from now (keys at the ends of time) the change of clocks does not
+	# decide whether a row expires, and Time::Local cannot place such
+	# years: read them in standard time
+	return $std if $y < 1902 || $y > 9999;
 	my ($from, $to);
 	if ($rule eq 'eu')
 	{

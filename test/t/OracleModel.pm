@@ -739,17 +739,36 @@ sub gen_case
 		push @opt, "set_columns => \$\$$list\$\$";
 	}
 	my $call = "SELECT ttl_create_index('$t', 'k', " . join(', ', $ttlsql, @opt) . ");";
+	my $ttl_given = $ttlsql ne 'NULL';
 	if ($c->{ttl_column} && defined $c->{ttl} && $c->{ttl} == 0 && chance(0.5))
 	{
 		$call = "SELECT ttl_create_index('$t', 'k', " . join(', ', @opt) . ");";
+		$ttl_given = 0;
 	}
 	my $create = "SET TimeZone = '$c->{session_zone}';\n";
 	if (chance(0.15))
 	{
-		# a first call, changed in place by the second in the same transaction
+		# a first call, changed in place by the second in the same
+		# transaction.  reference.md (Changing a policy): a call on a column
+		# that has a policy changes what it names and keeps every other
+		# option, so a second ttl_create_index() that gives no TTL keeps the
+		# first call's 5 days; ttl_alter_index() names the TTL, or removes
+		# it with reset for a cap alone
 		$c->{second_call} = 1;
 		my @o1 = grep { /^unit/ } @opt;
 		my $first = "SELECT ttl_create_index('$t', 'k', " . join(', ', "interval '5 days'", @o1) . ");";
+		if (chance(0.5))
+		{
+			my @a = @opt;
+			if (defined $c->{ttl}) { unshift @a, "expire_after => interval '$c->{ttl} seconds'"; }
+			else { push @a, "reset => '{expire_after}'"; }
+			$call = "SELECT ttl_alter_index('$t', 'k', " . join(', ', @a) . ");";
+			$c->{second_call} = 'alter';
+		}
+		elsif (!$ttl_given)
+		{
+			$c->{ttl} = 5 * 86400;	# kept from the first call
+		}
 		$create .= "BEGIN;\n$first\n$call\nCOMMIT;";
 		$c->{calls} = [ $first, $call ];
 	}
@@ -764,7 +783,7 @@ sub gen_case
 		"action $act", 'ttl ' . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),
 		($c->{window} ? "window $c->{window}" : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
-		($c->{fk} ? 'fk' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? 'second call' : ()),
+		($c->{fk} ? 'fk' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? ($c->{second_call} eq 'alter' ? 'second call (ttl_alter_index)' : 'second call') : ()),
 		scalar(@{ $c->{rows} }) . ' rows');
 	return $c;
 }

@@ -639,11 +639,15 @@ wait_until(qq{SELECT phase = 'disabled' AND phase_since > '$mark' FROM ttl_index
 is(sql('SELECT count(*) FROM pb'), '500', 'ttl_index.enabled = off: new expired rows stay');
 is(stats('pb', 'rows_deleted'), $pb_deleted, 'and rows_deleted does not move');
 is(stats('pb', "lag > interval '23 hours'"), 't', 'pb: the waiting backlog shows as lag');
-is(sql(q{SELECT string_agg(table_name::text || '=' || coalesce((lag > interval '59 minutes')::text, 'NULL'), ','
-						   ORDER BY table_name::text)
-		   FROM ttl_index_stats WHERE table_name IN ('jobs_full'::regclass, 'sess_full'::regclass)}),
-	'jobs_full=true,sess_full=true',
-	'jobs_full and sess_full: their waiting backlog (10 rows expired an hour ago) shows as lag too');
+is(sql(q{SELECT coalesce((lag > interval '59 minutes')::text, 'NULL')
+		   FROM ttl_index_stats WHERE table_name = 'sess_full'::regclass}),
+	'true', 'sess_full: its waiting backlog (10 rows expired an hour ago) shows as lag too');
+# jobs_full's filter is its owner's code, which the view does not run in the
+# reader's session: its figures are the worker's last pass's, and the view
+# says so (a disabled worker makes no pass)
+like(sql(q{SELECT backlog_reason FROM ttl_index_stats WHERE table_name = 'jobs_full'::regclass}),
+	qr/worker's last pass|no pass of the worker/,
+	'jobs_full: its filter is not run by the view, which says where its figures come from');
 sql('ALTER SYSTEM SET ttl_index.enabled = on; SELECT pg_reload_conf()');
 wait_until('SELECT count(*) = 0 FROM pb', 'ttl_index.enabled = on again: they are deleted');
 wait_is(stats_query('pb', 'rows_deleted'), $pb_deleted + 500, 'rows_deleted counts them');

@@ -101,7 +101,10 @@ pass('a fast shutdown finishes');
 my ($major) = `pg_config --version` =~ /(\d+)/;
 my $cap = $major >= 18 ?
   'max_active_replication_origins = 1' : 'max_replication_slots = 1';
-$node = TtlIndex::node('noorigin', $cap, 'ttl_index.error_delay = 1');
+# (free_replication_states = 0: the test is about the server's only state,
+# which ttl_index may take when nobody else needs one)
+$node = TtlIndex::node('noorigin', $cap, 'ttl_index.error_delay = 1',
+	'ttl_index.free_replication_states = 0');
 $node->safe_psql('postgres', q{
 CREATE EXTENSION ttl_index;
 CREATE TABLE marked (ts timestamptz NOT NULL);

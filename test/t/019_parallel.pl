@@ -80,9 +80,14 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM big WHERE ts < now() - int
 	'0', 'every expired row is deleted');
 is($node->safe_psql('postgres', "SELECT count(*) FROM big WHERE payload = 'live'"),
 	'1000', 'no row is deleted before it expires');
-TtlIndex::wait_is($node, 'postgres',
-	"SELECT rows_deleted, rows_last_pass, errors FROM ttl_index_stats WHERE table_name = 'big'::regclass",
-	'1000000|1000000|0', 'rows_deleted and rows_last_pass count the helpers\' rows too');
+# (rows_deleted, not rows_last_pass: a pass that met rows its siblings held
+# is followed at once by another, which finds nothing and sets
+# rows_last_pass to 0 before a busy machine's poll can read it; the pass's
+# own count is its log line, below.  At least: the 1,000 live rows expire
+# two minutes after their insert, which a slow run may outlast)
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT rows_deleted >= 1000000 AND errors = 0 FROM ttl_index_stats WHERE table_name = 'big'::regclass",
+	'rows_deleted counts the helpers\' rows too');
 like(slurp_file($node->logfile), qr/ttl_index: deleted 1000000 rows from public\.big in/,
 	'the pass\'s log line counts them');
 # the worker's and the helpers' deletes carry the origins of their
@@ -226,7 +231,8 @@ my $log5 = substr(slurp_file($node->logfile), $logpos);
 my @jobs = ($log5 =~ /helper\(s\) share the backlog of policy $pid5\b/g);
 my @helped = ($log5 =~ /helper of policy $pid5 leaves after (\d+) rows/g);
 is(scalar(@jobs), 1, 'one job shares the pass\'s partitions with the helper');
-ok(@helped == 1 && $helped[0] > 250000,
+# more than one partition's 200,000 expired rows
+ok(@helped == 1 && $helped[0] > 200000,
 	'the helper stayed from one partition to the next (deleted ' . join(', ', @helped) . ' rows)');
 like($log5, qr/helper of policy $pid5 leaves after \d+ rows: (no slice left|the job is over)/,
 	'it left when the job was done, not because of the locked partition');

@@ -373,8 +373,11 @@ sub expect
 		}
 		if ($c->{action} eq 'soft_delete')
 		{
-			my ($e) = expiry($c, $r);
+			my ($e, $alt) = expiry($c, $r);
 			$o->{sd} = $e;
+			# READING: the other reading of a per-row TTL on a timestamp
+			# key across a change of clocks (see expiry) is as good
+			$o->{sd_alt} = $alt;
 			# READING: a finite expiry outside the range of timestamptz
 			# (4713 BC to 294276 AD: a sentinel epoch) has no soft-delete
 			# time the column can hold; the docs promise nothing for it

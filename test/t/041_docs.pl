@@ -38,6 +38,14 @@ use File::Path;
 my $root = "$FindBin::RealBin/../..";
 my @pages = ('README.md', 'CONTRIBUTING.md', map { s{^\Q$root\E/}{}r } sort glob("$root/docs/*.md"));
 
+# The pages show what PostgreSQL 15 and 18 print, where their output was
+# checked; psql and the server format some results differently from one
+# major to the next, so the comparison runs on those two (every run of the
+# test command has both)
+my ($docs_major) = `pg_config --version` =~ /(\d+)/;
+plan skip_all => "the pages' output is compared on PostgreSQL 15 and 18; this is $docs_major"
+  unless $docs_major == 15 || $docs_major == 18;
+
 my $node = TtlIndex::node('docs', 'ttl_index.naptime = 1', 'ttl_index.stalled_after = 0',
 	"timezone = 'UTC'", "lc_messages = 'C'",
 	# README.md and operations.md decode the worker's deletes

@@ -253,14 +253,9 @@ ttl_cap_global_key(TtlPolicy *policy, TtlPass *pass, int64 cap)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		/* a cancel or a shutdown is thrown again, as everywhere else */
+		ErrorData  *edata = ttl_error_catch_subxact(cxt, owner);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
 		pass->cap_active = false;
 		ereport(DEBUG1,
 				(errmsg("ttl_index: the cap of table \"%s\" is read on this node alone: %s",

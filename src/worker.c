@@ -164,6 +164,7 @@ static bool ttl_worker_nap(const char *phase, long ms);
 static void ttl_worker_entry_free(TtlSchedEntry *e);
 static void ttl_worker_health(TtlSchedEntry *e, const char *reason, TtlPass *pass);
 static void ttl_worker_health_in_pass(TtlSchedEntry *e, TtlPass *pass);
+static TimestampTz ttl_worker_probe_oldest(TtlSchedEntry *e);
 static void ttl_worker_table_locked(TtlSchedEntry *e, const char *relname,
 									TimestampTz now);
 static void ttl_worker_window_closed(TtlSchedEntry *e);
@@ -784,7 +785,15 @@ ttl_worker_window_closed(TtlSchedEntry *e)
 	e->caught_up = false;
 	e->window_wait = true;
 	e->next_check = now;
-	ttl_worker_health(e, "waiting for its purge window", NULL);
+
+	/*
+	 * What the entry remembers of the oldest expired row is from an earlier
+	 * pass (one that found the table locked remembers when): read it again,
+	 * so that the views say how long the rows left have waited.
+	 */
+	e->oldest_expiry = ttl_worker_probe_oldest(e);
+	ttl_worker_health(e, e->oldest_expiry == 0 ? "" : "waiting for its purge window",
+					  NULL);
 }
 
 /*

@@ -124,13 +124,22 @@ TtlIndex::wait_is($node, 'postgres',
 
 # a window that closes during a pass.  The key is a timestamp read in a
 # zone 1 to 60 seconds ahead of UTC, chosen so that its clock turns a
-# minute 8 seconds from now: the window, from a minute ago to that turn,
-# closes in 8 seconds, while a rate limit of 1000 rows a second makes the
-# pass over 30,000 expired rows last 30.
+# minute 20 seconds from now: the window, from a minute ago to that turn,
+# closes in 20 seconds, while a rate limit of 1000 rows a second makes the
+# pass over 30,000 expired rows last 30.  The policy's first pass finds
+# its table locked so that not even its oldest row can be read (as one
+# does that starts before the lock of the transaction that created the
+# table and its policy is released: the policy is visible at commit, the
+# lock goes a moment later): what the worker remembers of that pass must
+# not hide, when the window closes, how long the rows left have waited.
 my $utc_s = $node->safe_psql('postgres', "SELECT floor(extract(epoch FROM now()))::bigint % 60");
-my $offset = (60 - (($utc_s + 8) % 60)) % 60;
+my $offset = (60 - (($utc_s + 20) % 60)) % 60;
 $offset = 60 if $offset == 0;
 my $zone = sprintf('<+00>-00:%02d:%02d', int($offset / 60), $offset % 60);
+$node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()');
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = 'postgres'",
+	'the worker is disabled');
 $node->safe_psql('postgres', qq{
 CREATE TABLE stream (id int, at timestamp);
 INSERT INTO stream SELECT i, (now() AT TIME ZONE '$zone') - interval '1 day' FROM generate_series(1, 30000) i;
@@ -138,6 +147,15 @@ SELECT ttl_create_index('stream', 'at', 60, rate_limit => 1000, time_zone => '$z
 	purge_window => to_char((now() AT TIME ZONE '$zone') - interval '1 minute', 'HH24:MI')
 		|| '-' || to_char(date_trunc('minute', now() AT TIME ZONE '$zone') + interval '1 minute', 'HH24:MI'));
 });
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE stream IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = on; SELECT pg_reload_conf()');
+TtlIndex::wait_until($node, 'postgres',
+	"SELECT skipped_locked >= 1 FROM ttl_index_stats WHERE table_name = 'stream'::regclass",
+	'the first pass finds the table locked');
+$locker->query_safe('COMMIT');
+$locker->quit;
 TtlIndex::wait_until($node, 'postgres', 'SELECT count(*) < 30000 FROM stream',
 	'inside its window the policy purges');
 TtlIndex::wait_until($node, 'postgres',

@@ -258,6 +258,18 @@ ttl_guc_variables(int *num)
 #endif
 
 /*
+ * PostgreSQL 19 keeps a setting's type-specific fields in a union inside
+ * config_generic (its member _bool for a boolean), where earlier versions
+ * had config_bool begin with a config_generic: a cast of the generic
+ * pointer reaches them there, and on 19 writes over the generic fields.
+ */
+#if PG_VERSION_NUM >= 190000
+#define TTL_GUC_BOOL(gen) (&(gen)->_bool)
+#else
+#define TTL_GUC_BOOL(gen) ((struct config_bool *) (gen))
+#endif
+
+/*
  * A function's signature read back, InvalidOid when it names none (or a
  * type or schema that is gone).  PostgreSQL 16 reads input without raising
  * errors ("soft" errors, DirectInputFunctionCallSafe()); 15 raises them, so

@@ -546,8 +546,7 @@ ttl_owner_guard_exit_on_error(void)
 		if (vars[i]->vartype == PGC_BOOL &&
 			pg_strcasecmp(vars[i]->name, "exit_on_error") == 0)
 		{
-			((struct config_bool *) vars[i])->check_hook =
-				ttl_owner_check_exit_on_error;
+			TTL_GUC_BOOL(vars[i])->check_hook = ttl_owner_check_exit_on_error;
 			return;
 		}
 	}

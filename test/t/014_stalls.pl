@@ -165,7 +165,7 @@ writer_lag('stream', q{
 # COPY does not go through the executor: the utility hook counts it
 writer_lag('copied', q{
 	FOR i IN 1 .. 50 LOOP
-		COPY copied FROM PROGRAM 'for i in $(seq 1 100); do date -u -d "+1 second" "+%Y-%m-%d %H:%M:%S.%N+00"; done';
+		COPY copied FROM PROGRAM 'd=$(date -u -d "+1 second" "+%Y-%m-%d %H:%M:%S.%N+00"); i=0; while [ $i -lt 100 ]; do echo "$d"; i=$((i + 1)); done';
 		COMMIT;
 		PERFORM pg_sleep(0.1);
 	END LOOP;}, 'a DO block committing its COPYs as it goes');

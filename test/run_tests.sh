@@ -5,7 +5,7 @@
 #
 # Installs what the tests need, builds the servers and the extension, then
 # runs every suite (pg_regress, isolation, TAP, the benchmark's smoke run)
-# on each supported PostgreSQL, two versions at a time, on throwaway
+# on each supported PostgreSQL, the versions side by side, on throwaway
 # servers as an ordinary OS user.  The last line is "N passed, N failed".
 #
 #   15  Debian 12's package (postgresql-15); the extension is installed from
@@ -76,6 +76,9 @@ in_debian_root() { [ "$1" = 17 ] || [ "$1" = 19 ]; }
 # installs it (15 on this Debian 12 machine, the versions of the roots)
 packaged() { [ "$1" = 15 ] || in_debian_root "$1"; }
 
+# pg_needs_build VERSION: whether a version is built from source here
+pg_needs_build() { ! packaged "$1"; }
+
 # pg_config_for VERSION: the pg_config of a version (builds it if needed;
 # 17 and 19 only inside their Debian roots)
 pg_config_for() {
@@ -142,27 +145,37 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	}
 
 	# Each version is made ready in turn (its server built, the extension
-	# installed from a copy of the tree of its own, its Debian root made),
-	# then the versions' suites run in lanes side by side: a lane runs its
-	# versions one after another.  The suites mostly wait for states (a
-	# worker's pass, a standby's replay), so two lanes share two cores well
-	# and halve the run.  Each version has its own copy of the tree, its
-	# own regress and benchmark ports (run_tests.sh --inner), and the TAP
-	# servers of every lane take their ports through one lock directory
-	# (PG_TEST_PORT_DIR), which each Debian root sees at the same path
-	# (bind-mounted: TTL_ROOT_SHARE of test/debian_root.sh) so that the
-	# runs inside them share it.  TTL_TEST_LANES=1 runs one version after
-	# another.
-	lanes=${TTL_TEST_LANES:-2}
+	# installed, its Debian root made: prepare_version), and its suites
+	# start as soon as it is, in a lane of its own, while the next one is
+	# made ready.  The suites mostly wait for states (a worker's pass, a
+	# standby's replay): a version's suites use about a third of a core on
+	# average, so the five versions side by side share two cores, and the
+	# run takes about as long as its slowest version.  TTL_TEST_LANES=N
+	# runs at most N versions at once (1: one after another).  Each
+	# version has its own copy of the tree, its own regress and benchmark
+	# ports (run_tests.sh --inner), and the TAP servers of every lane take
+	# their ports through one lock directory (PG_TEST_PORT_DIR), which each
+	# Debian root sees at the same path (bind-mounted: TTL_ROOT_SHARE of
+	# test/debian_root.sh) so that the runs inside them share it.
+	#
+	# The benchmark's smoke run is a check that the benchmark runs, not a
+	# measure: it runs once, with the first version (TTL_BENCH_VERSION
+	# names another).
+	lanes=${TTL_TEST_LANES:-5}
+	bench_version=${TTL_BENCH_VERSION:-${versions%% *}}
 	ready=""
 	chmod 755 "$work"
-	for v in $versions; do
+	# prepare_version V: make a version ready (its server built, the
+	# extension installed from a copy of the tree of its own, its Debian
+	# root made); false when it cannot be
+	prepare_version() {
+		local v=$1 root rwork
 		mkdir -p "$work/v$v"
 		if in_debian_root "$v" && [ $in_root = 0 ]; then
 			if ! root=$(bash "$here/test/debian_root.sh" "$v"); then
 				echo "not ok - PostgreSQL $v: could not make its Debian root"
 				failed=$((failed + 1))
-				continue
+				return 1
 			fi
 			rwork=$(mktemp -d "$root/tmp/ttl_index_test.XXXXXX")
 			cp -a "$here"/. "$rwork/tree"/
@@ -171,7 +184,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			if ! PG_CONFIG=$(pg_config_for "$v"); then
 				echo "not ok - PostgreSQL $v: could not build the server"
 				failed=$((failed + 1))
-				continue
+				return 1
 			fi
 			export PG_CONFIG
 			echo "$PG_CONFIG" > "$work/v$v/pg_config"
@@ -191,21 +204,22 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			chown -R postgres "$work/v$v"
 			chmod 755 "$work" "$work/v$v" "$work/v$v/tree"
 		fi
-		ready="$ready $v"
-	done
+	}
+
 	if [ -n "${TTL_PORT_DIR:-}" ]; then
 		portdir=$TTL_PORT_DIR	# in a root, the host's run gave it
 	else
 		portdir=$work/ports
 	fi
-	mkdir -p "$portdir"
-	chmod 1777 "$portdir"
 
 	# run_version V: the suites of one version, its output in
 	# $work/v$V/out, its time in $work/v$V/time
 	run_version() {
-		local v=$1 t0
+		local v=$1 t0 vsuites=" $suites "
 		t0=$(date +%s)
+		[ "$v" = "$bench_version" ] || vsuites=${vsuites/ bench / }
+		vsuites=${vsuites# }
+		vsuites=${vsuites% }
 		echo "== PostgreSQL $v: started $(date -u +%H:%M:%S)"
 		if in_debian_root "$v" && [ $in_root = 0 ]; then
 			# this script again, in the version's Debian root, as root
@@ -217,7 +231,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			TTL_ROOT_SHARE=$portdir bash "$here/test/debian_root.sh" "$v" run \
 				env TTL_PORT_DIR="$portdir" \
 				bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
-				--in-root --pg "$v" --suites "$suites" ${taps:+--tap "$taps"} \
+				--in-root --pg "$v" --suites "$vsuites" ${taps:+--tap "$taps"} \
 				> "$work/v$v/out" 2>&1 || true
 			rm -rf "$here/test/log/pg$v" "$here"/test/log/postgresql-"$v"-ttl-index*.deb
 			mkdir -p "$here/test/log"
@@ -230,7 +244,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 				su postgres -s /bin/bash -c "PG_CONFIG='$(cat "$work/v$v/pg_config")' \
 					PG_TEST_PORT_DIR='$portdir' \
 					bash '$work/v$v/tree/test/run_tests.sh' --inner \
-					--pg '$v' --suites '$suites' ${taps:+--tap '$taps'}" || true
+					--pg '$v' --suites '$vsuites' ${taps:+--tap '$taps'}" || true
 			} > "$work/v$v/out" 2>&1
 			# keep the logs of the run beside the tree, for whoever looks next
 			rm -rf "$here/test/log/pg$v"
@@ -241,23 +255,23 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		echo "== PostgreSQL $v: finished $(date -u +%H:%M:%S), $(cat "$work/v$v/time") s"
 	}
 
-	set -- $ready
-	lane_pids=""
-	for ((l = 0; l < lanes && l < $#; l++)); do
-		(
-			i=0
-			for v in $ready; do
-				[ $((i % lanes)) = $l ] && run_version "$v"
-				i=$((i + 1))
-			done
-		) &
-		lane_pids="$lane_pids $!"
+	mkdir -p "$portdir"
+	chmod 1777 "$portdir"
+	# the versions that need no build first: their suites run while the
+	# source builds of the others (once per machine) go on
+	for v in $(for v in $versions; do pg_needs_build "$v" || echo "$v"; done) \
+		$(for v in $versions; do pg_needs_build "$v" && echo "$v"; done); do
+		prepare_version "$v" || continue
+		ready="$ready $v"
+		while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do
+			wait -n || true
+		done
+		run_version "$v" &
 	done
-	for pid in $lane_pids; do
-		wait "$pid" || true
-	done
+	wait || true
 
-	for v in $ready; do
+	for v in $versions; do
+		[[ " $ready " == *" $v "* ]] || continue
 		# the version's own output, whole, then its count (a deb check of
 		# 15 counts here; the runs in the roots count their own)
 		cat "$work/v$v/out"

@@ -58,7 +58,7 @@ OBJS = \
 
 EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql \
-	sql/ttl_index--1.2--1.3.sql sql/ttl_index--1.3--1.4.sql
+	sql/ttl_index--1.2--1.3.sql sql/ttl_index--1.3--1.4.sql sql/ttl_index--1.4--1.5.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
 # pg_regress: sql/*.sql against expected/*.out, on a server without the

@@ -124,12 +124,7 @@ BEGIN
 					   WHERE d.logicalrelid = '@extschema@.ttl_index_citus_policy'::pg_catalog.regclass) THEN
 			PERFORM pg_catalog.create_reference_table('@extschema@.ttl_index_citus_policy');
 		END IF;
-		-- by name: the columns 1.4 added are not in the order of the values.
-		-- A policy without a zone of its own (a timestamptz or epoch key)
-		-- reads its purge windows in the server's TimeZone: the nodes are
-		-- given the coordinator's, so that every node reads them in the
-		-- same zone whatever its own TimeZone (a write of the policy, such
-		-- as ttl_pause() and ttl_resume(), gives them the one it has then)
+		-- by name: the columns 1.4 added are not in the order of the values
 		INSERT INTO @extschema@.ttl_index_citus_policy
 			(id, table_schema, table_name, column_name, expire_after, batch_size, enabled,
 			 ttl_column, filter, unit, action, soft_delete_column, rate_limit,
@@ -137,9 +132,7 @@ BEGIN
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
-			   NEW.replication_origin,
-			   coalesce(NEW.time_zone, @extschema@.ttl_index_server_time_zone()),
-			   NEW.filter_functions::text[],
+			   NEW.replication_origin, NEW.time_zone, NEW.filter_functions::text[],
 			   NEW.purge_window, NEW.max_rows, NEW.set_columns
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -684,7 +677,7 @@ DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, 
 CREATE FUNCTION @extschema@.ttl_create_index(
 	table_name regclass,
 	column_name text,
-	expire_after interval DEFAULT NULL,
+	expire_after interval DEFAULT '0',
 	batch_size integer DEFAULT NULL,
 	soft_delete_column text DEFAULT NULL,
 	ttl_column text DEFAULT NULL,
@@ -745,41 +738,11 @@ AS 'MODULE_PATHNAME', 'ttl_create_index_text'
 LANGUAGE C;
 
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
-	'create the TTL policy of a table column, or change the options the call names; returns the policy id';
+	'create or change the TTL policy of a table column; returns the policy id';
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
 COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
 	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
-
--- ttl_alter_index changes the options it names and keeps the others
--- (alter.c); reset => '{filter, ...}' removes options.  The TTL is an
--- interval here: '2 days' or interval '2 days'.  ttl_create_index on a
--- column that has a policy keeps what it does not name as well: an
--- argument left out keeps its value in both (expire_after's default is NULL).
-CREATE FUNCTION @extschema@.ttl_alter_index(
-	table_name regclass,
-	column_name text,
-	expire_after interval DEFAULT NULL,
-	batch_size integer DEFAULT NULL,
-	soft_delete_column text DEFAULT NULL,
-	ttl_column text DEFAULT NULL,
-	filter text DEFAULT NULL,
-	unit text DEFAULT NULL,
-	action text DEFAULT NULL,
-	archive_table regclass DEFAULT NULL,
-	rate_limit integer DEFAULT NULL,
-	replication_origin boolean DEFAULT NULL,
-	time_zone text DEFAULT NULL,
-	purge_window text DEFAULT NULL,
-	max_rows bigint DEFAULT NULL,
-	set_columns text DEFAULT NULL,
-	reset text[] DEFAULT NULL)
-RETURNS integer
-AS 'MODULE_PATHNAME', 'ttl_alter_index'
-LANGUAGE C;
-
-COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, text[]) IS
-	'change the options of a TTL policy that the call names, keep the others; reset => removes options; returns the policy id';
 
 -- What the worker's last pass found of each policy's backlog (views.c):
 -- stalled says why expired rows stay once the oldest has waited
@@ -828,11 +791,8 @@ DROP VIEW @extschema@.ttl_index_stats;
 DROP FUNCTION @extschema@.ttl_index_citus_nodes();
 
 -- The counters gain rows_capped (deleted beyond max_rows before they
--- expired), rows_anonymized, next_window: the purge window the policy
--- is in, or the next one (NULL without windows), and backlog_reason: why
--- lag, expired_estimate or next_expiry is NULL, or that they are the
--- worker's last pass's (a policy whose filter or set_columns is its
--- owner's code: the views never run it in the reader's session).
+-- expired), rows_anonymized, and next_window: the purge window the policy
+-- is in, or the next one (NULL without windows).
 DROP FUNCTION @extschema@.ttl_index_policy_stats();
 CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT policy_id integer,
@@ -861,8 +821,7 @@ CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT falling_behind boolean,
 	OUT rows_capped bigint,
 	OUT rows_anonymized bigint,
-	OUT next_window tstzrange,
-	OUT backlog_reason text)
+	OUT next_window tstzrange)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
@@ -925,7 +884,7 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 			   bool_or(n.falling_behind) AS falling_behind,
 			   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
 									 ORDER BY n.nodename, n.nodeport)
-				 FILTER (WHERE n.state NOT IN ('purging', 'node removed')) AS stalled
+				 FILTER (WHERE n.state <> 'purging') AS stalled
 		  FROM nodes n
 		 WHERE n.policy_id IS NOT NULL
 		 GROUP BY n.policy_id)
@@ -978,8 +937,7 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   p.max_rows,
 		   coalesce(s.rows_capped, 0) AS rows_capped,
 		   p.set_columns,
-		   coalesce(s.rows_anonymized, 0) AS rows_anonymized,
-		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason
+		   coalesce(s.rows_anonymized, 0) AS rows_anonymized
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id
@@ -1007,146 +965,12 @@ CREATE VIEW @extschema@.ttl_index_citus_stats AS
 		   sum(n.expired_estimate)::bigint AS expired_estimate,
 		   coalesce(bool_or(n.falling_behind), false) AS falling_behind,
 		   max(n.last_run) AS last_run,
-		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL
-									   AND n.state <> 'node removed') AS nodes_stale,
+		   count(n.nodename) FILTER (WHERE n.stale AND n.rows_deleted IS NOT NULL) AS nodes_stale,
 		   pg_catalog.string_agg(n.state || ' (' || n.nodename || ':' || n.nodeport || ')', ', '
 								 ORDER BY n.nodename, n.nodeport)
-			 FILTER (WHERE n.state NOT IN ('purging', 'node removed')) AS stalled
+			 FILTER (WHERE n.state <> 'purging') AS stalled
 	  FROM @extschema@.ttl_index_policy p
 	  JOIN n ON n.policy_id = p.id
 	 GROUP BY p.id, p.relid, p.column_name, p.expire_after;
 
 GRANT SELECT ON @extschema@.ttl_index_citus_stats TO PUBLIC;
-
--- ttl_expires_at(now(), '1 hour'): an untyped literal resolves to these
--- (text is the preferred type of an unknown literal), read as an interval,
--- as ttl_create_index's text form reads its TTL.  STABLE: reading an
--- interval depends on IntervalStyle.
-CREATE FUNCTION @extschema@.ttl_expires_at(base timestamptz, ttl text)
-RETURNS timestamptz
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
-RETURN @extschema@.ttl_expires_at(base, CAST(ttl AS pg_catalog.interval));
-
-CREATE FUNCTION @extschema@.ttl_expires_at(base timestamp, ttl text)
-RETURNS timestamp
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
-RETURN @extschema@.ttl_expires_at(base, CAST(ttl AS pg_catalog.interval));
-
--- ttl_summary() says whether each policy is healthy: pg_ttl_index users are
--- told to keep monitoring with it (docs/migrating.md), and its columns alone
--- look the same for a policy that purges and one that is stuck.  The new
--- columns come after pg_ttl_index's, so queries written for it still work:
--- healthy is false while the policy is paused, stalled (ttl_index_stats.
--- stalled says why) or falling behind; errors, last_error and lag are
--- ttl_index_stats' own (lag NULL for those who may not see it).
-DROP FUNCTION @extschema@.ttl_summary();
-CREATE FUNCTION @extschema@.ttl_summary(
-	OUT schema_name text,
-	OUT table_name text,
-	OUT column_name text,
-	OUT expire_after_seconds bigint,
-	OUT batch_size integer,
-	OUT active boolean,
-	OUT last_run timestamptz,
-	OUT time_since_last_run interval,
-	OUT rows_deleted_last_run bigint,
-	OUT total_rows_deleted bigint,
-	OUT index_name text,
-	OUT soft_delete_column text,
-	OUT cleanup_mode text,
-	OUT healthy boolean,
-	OUT stalled text,
-	OUT errors bigint,
-	OUT last_error text,
-	OUT lag interval)
-RETURNS SETOF record
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT n.nspname::text,
-		   c.relname::text,
-		   s.column_name::text,
-		   extract(epoch FROM s.expire_after)::bigint,
-		   s.batch_size,
-		   NOT s.paused,
-		   s.last_run,
-		   now() - s.last_run,
-		   s.rows_last_pass,
-		   s.rows_deleted + s.rows_soft_deleted,
-		   (SELECT ic.relname::text
-			  FROM pg_index i
-			  JOIN pg_class ic ON ic.oid = i.indexrelid
-			  JOIN pg_am am ON am.oid = ic.relam
-			  JOIN @extschema@.ttl_index_policy p ON p.id = s.policy_id
-			 WHERE i.indrelid = s.table_name
-			   AND i.indkey[0] = p.attnum
-			   AND i.indisvalid
-			   AND am.amname = 'btree'
-			 ORDER BY obj_description(i.indexrelid, 'pg_class')
-					  IS DISTINCT FROM 'created by ttl_index; dropped by ttl_drop_index()',
-					  i.indpred IS NOT NULL,
-					  ic.relname
-			 LIMIT 1),
-		   s.soft_delete_column::text,
-		   CASE s.action
-			   WHEN 'soft_delete' THEN 'soft_delete'
-			   WHEN 'archive' THEN 'archive'
-			   WHEN 'anonymize' THEN 'anonymize'
-			   ELSE 'hard_delete'
-		   END,
-		   NOT s.paused AND s.stalled IS NULL AND NOT s.falling_behind,
-		   s.stalled,
-		   s.errors,
-		   s.last_error,
-		   s.lag
-	  FROM @extschema@.ttl_index_stats s
-	  JOIN pg_class c ON c.oid = s.table_name
-	  JOIN pg_namespace n ON n.oid = c.relnamespace
-	 ORDER BY 1, 2, 3
-$$;
-
-COMMENT ON FUNCTION @extschema@.ttl_summary() IS
-	'pg_ttl_index''s summary columns, from ttl_index_stats, then whether each policy is healthy and why not';
-
--- A set column of an anonymize policy must stay able to store its value,
--- and must not become unique (set.c: the rule ttl_create_index() applies).
--- ALTER TABLE is checked by ttl_index_on_alter_table; CREATE INDEX (a
--- unique index on a set column, of the table or of one of its partitions
--- or children) here.  The command's tag goes into the error.
-CREATE FUNCTION @extschema@.ttl_index_check_policy(policy_id integer, command text)
-RETURNS void
-AS 'MODULE_PATHNAME', 'ttl_index_check_policy'
-LANGUAGE C STRICT;
-
-REVOKE EXECUTE ON FUNCTION @extschema@.ttl_index_check_policy(integer, text) FROM PUBLIC;
-
-CREATE FUNCTION @extschema@.ttl_index_on_create_index()
-RETURNS event_trigger
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	pid integer;
-BEGIN
-	FOR pid IN
-		WITH RECURSIVE up(relid) AS (
-			SELECT i.indrelid
-			  FROM pg_catalog.pg_event_trigger_ddl_commands() c
-			  JOIN pg_catalog.pg_index i ON i.indexrelid = c.objid
-			 WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-			UNION
-			SELECT h.inhparent
-			  FROM up JOIN pg_catalog.pg_inherits h ON h.inhrelid = up.relid)
-		SELECT p.id FROM @extschema@.ttl_index_policy p
-		 WHERE p.set_columns IS NOT NULL AND p.relid IN (SELECT relid FROM up)
-		 ORDER BY p.id
-	LOOP
-		PERFORM @extschema@.ttl_index_check_policy(pid, TG_TAG);
-	END LOOP;
-END
-$$;
-
-CREATE EVENT TRIGGER ttl_index_on_create_index ON ddl_command_end
-	WHEN TAG IN ('CREATE INDEX')
-	EXECUTE FUNCTION @extschema@.ttl_index_on_create_index();

@@ -3,6 +3,12 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION ttl_index UPDATE TO '1.5'" to load this file. \quit
 
+-- When a policy was paused (NULL while it runs): a pause forgotten for
+-- longer than ttl_index.stalled_after shows in ttl_index_stats.stalled
+-- (views.c).  A policy paused before this update counts from the update.
+ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN paused_since timestamptz;
+UPDATE @extschema@.ttl_index_policy SET paused_since = now() WHERE NOT enabled;
+
 -- On a Citus coordinator, a policy without a zone of its own (a
 -- timestamptz or epoch key) goes to the nodes with the coordinator's zone.
 CREATE OR REPLACE FUNCTION @extschema@.ttl_index_citus_sync()

@@ -1435,9 +1435,9 @@ ttl_api_set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	values[1] = Int16GetDatum(attnum);
 	values[2] = BoolGetDatum(enabled);
 	/* every policy of the table, so that the count says what there is */
-	sql = psprintf("UPDATE %s SET enabled = $3"
+	sql = psprintf("UPDATE %s SET %s"
 				   " WHERE relid = $1 AND ($2 = 0 OR attnum = $2)",
-				   ttl_catalog_relname());
+				   ttl_catalog_relname(), ttl_catalog_pause_sql("$3"));
 	ret = ttl_as_extension_owner(sql, 3, argtypes, values, NULL);
 	if (ret != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the TTL policy: %s", SPI_result_code_string(ret));
@@ -1504,8 +1504,9 @@ ttl_api_pause_policy(TtlPolicy *p, const char *why)
 
 	SPI_connect();
 	values[0] = Int32GetDatum(p->id);
-	if (ttl_as_extension_owner(psprintf("UPDATE %s SET enabled = false WHERE id = $1",
-											ttl_catalog_relname()),
+	if (ttl_as_extension_owner(psprintf("UPDATE %s SET %s WHERE id = $1",
+											ttl_catalog_relname(),
+											ttl_catalog_pause_sql("false")),
 								   1, argtypes, values, NULL) != SPI_OK_UPDATE)
 		elog(ERROR, "could not pause the TTL policy %d", p->id);
 	SPI_finish();

@@ -130,6 +130,63 @@ ttl_catalog_has_rules(void)
 }
 
 /*
+ * ttl_catalog_paused_since
+ *		When the policy was paused, from the 1.5 column paused_since: false
+ *		when the catalog has no such column (before ALTER EXTENSION UPDATE)
+ *		or does not say (a copy of a Citus policy on a node, a policy that
+ *		runs).  Connects to SPI for the time of the read.
+ */
+bool
+ttl_catalog_paused_since(int32 policy_id, TimestampTz *since)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+	bool		found = false;
+
+	if (!OidIsValid(catrelid) ||
+		get_attnum(catrelid, "paused_since") == InvalidAttrNumber)
+		return false;
+	SPI_connect();
+	values[0] = Int32GetDatum(policy_id);
+	if (SPI_execute_with_args(psprintf("SELECT paused_since FROM %s WHERE id = $1",
+									   ttl_catalog_relname()),
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+		{
+			*since = DatumGetTimestampTz(d);
+			found = true;
+		}
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * ttl_catalog_pause_sql
+ *		The SET list that pauses ($n true: resumes) a policy in an UPDATE of
+ *		the catalog: enabled, and paused_since where the catalog has it (a
+ *		pause keeps the time of the first one).
+ */
+char *
+ttl_catalog_pause_sql(const char *enabled)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	if (!OidIsValid(catrelid) ||
+		get_attnum(catrelid, "paused_since") == InvalidAttrNumber)
+		return psprintf("enabled = %s", enabled);
+	return psprintf("enabled = %s, paused_since = CASE WHEN %s THEN NULL"
+					" ELSE coalesce(paused_since, pg_catalog.now()) END",
+					enabled, enabled);
+}
+
+/*
  * ttl_interval_usecs
  *		An expire_after interval as microseconds.  Days count as 24 hours;
  *		months are refused when a policy is created (they have no fixed

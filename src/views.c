@@ -566,12 +566,49 @@ ttl_views_stalled(TtlHealth *h, TimestampTz now)
 }
 
 /*
+ * ttl_views_paused_health
+ *		The row of a paused policy.  The worker does not look at it, so what
+ *		it last said of it is from before the pause: stalled is "paused"
+ *		once the pause has lasted ttl_index.stalled_after (a pause nobody
+ *		lifted is a stall nobody sees otherwise), and the oldest expiry is
+ *		read now, as lag is (ttl_views_backlog), for those who may see the
+ *		backlog.
+ */
+static void
+ttl_views_paused_health(TtlPolicy *p, TimestampTz now, Datum *values, bool *nulls)
+{
+	TimestampTz since;
+	Datum		backlog[3];
+	bool		bnulls[3] = {false, false, false};
+	const char *reason;
+
+	values[0] = Int32GetDatum(p->id);
+	if (ttl_catalog_paused_since(p->id, &since) &&
+		now - since >= (int64) ttl_stalled_after * USECS_PER_SEC)
+		values[1] = CStringGetTextDatum("paused");
+	else
+		nulls[1] = true;
+	nulls[2] = true;
+	if (ttl_views_may_see(p->relid))
+	{
+		(void) ttl_views_backlog_guarded(p, true, now, backlog, bnulls, 0, &reason);
+		if (!bnulls[0] && DatumGetIntervalP(backlog[0])->time > 0)
+		{
+			values[2] = TimestampTzGetDatum(now - DatumGetIntervalP(backlog[0])->time);
+			nulls[2] = false;
+		}
+	}
+	values[3] = TimestampTzGetDatum(now);
+}
+
+/*
  * ttl_index_policy_health
  *		One row per policy of the current database that a worker has looked
- *		at since the server started: whether it is stalled and why (for
- *		every reader: it says nothing of the data), the expiry of its oldest
- *		expired row as the worker's last pass saw it (for those who may see
- *		the backlog, as for lag), and when the worker looked.
+ *		at since the server started, and per paused policy: whether it is
+ *		stalled and why (for every reader: it says nothing of the data), the
+ *		expiry of its oldest expired row as the worker's last pass saw it
+ *		(for a paused policy, as read now; for those who may see the
+ *		backlog, as for lag), and when it was looked at.
  */
 Datum
 ttl_index_policy_health(PG_FUNCTION_ARGS)
@@ -593,9 +630,15 @@ ttl_index_policy_health(PG_FUNCTION_ARGS)
 		bool		nulls[TTL_HEALTH_COLS];
 		const char *stalled;
 
+		memset(nulls, 0, sizeof(nulls));
+		if (!p->enabled)
+		{
+			ttl_views_paused_health(p, now, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
 		if (!ttl_stats_health(MyDatabaseId, p->id, &h))
 			continue;
-		memset(nulls, 0, sizeof(nulls));
 		values[0] = Int32GetDatum(p->id);
 		stalled = ttl_views_stalled(&h, now);
 		if (stalled != NULL)

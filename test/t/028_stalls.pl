@@ -15,6 +15,8 @@
 #     deferred constraint trigger that refuses one row (a legal hold)
 #     holds that row, not the other 999.
 #  4. A policy whose index is gone says so in stalled at once.
+#  4b. A paused policy is listed by ttl_index_policy_health(), stalled
+#     once paused for longer than stalled_after.
 #  5. The known-dead prefix is trusted only for the index storage it was
 #     read from, and never over a page of LSN 0 (wal_level = minimal).
 #
@@ -108,6 +110,41 @@ INSERT INTO n VALUES (now() - interval '1 hour');
 TtlIndex::wait_until($node, 'postgres',
 	q{SELECT stalled = 'no usable index' FROM ttl_index_stats WHERE table_name = 'n'::regclass},
 	'a policy without its index says so');
+
+# --- 4b. a pause nobody lifted -----------------------------------------
+# The worker does not look at a paused policy, so only the views can say
+# it waits: ttl_index_policy_health() lists it, and once it has been paused
+# for longer than stalled_after, stalled says "paused"; the expiry of its
+# oldest row is read as lag is, for those who may see the backlog.
+sql(q{
+BEGIN;
+CREATE TABLE held_back (ts timestamptz NOT NULL);
+INSERT INTO held_back SELECT now() - interval '2 hours' FROM generate_series(1, 10);
+SELECT ttl_create_index('held_back', 'ts', 60);
+SELECT ttl_pause('held_back');
+COMMIT;
+CREATE ROLE onlooker LOGIN;
+});
+my $pause_health = q{SELECT h.stalled, h.oldest_expiry < now() - interval '1 hour'
+  FROM ttl_index_policy_health() h JOIN ttl_index_policy p ON p.id = h.policy_id
+ WHERE p.relid = 'held_back'::regclass};
+TtlIndex::wait_is($node, 'postgres', $pause_health, 'paused|t',
+	'a policy paused for longer than stalled_after is listed, stalled: paused, with its oldest expiry');
+is(sql(q{SELECT stalled, paused FROM ttl_index_stats WHERE table_name = 'held_back'::regclass}),
+	'paused|t', 'ttl_index_stats says so');
+is(sql(q{SELECT healthy, stalled FROM ttl_summary() WHERE table_name = 'held_back'}),
+	'f|paused', 'and ttl_summary()');
+is($node->safe_psql('postgres', $pause_health, extra_params => [ '-U', 'onlooker' ]), 'paused|',
+	'another role sees that it is paused, not when its rows expired');
+is(sql('SELECT count(*) FROM held_back'), '10', 'its rows stay while it is paused');
+sql(q{SELECT ttl_resume('held_back')});
+TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM held_back', '0',
+	'resumed, its rows go');
+is(sql(q{SELECT paused_since IS NULL FROM ttl_index_policy WHERE relid = 'held_back'::regclass}), 't',
+	'and the catalog forgets when it was paused');
+TtlIndex::wait_is($node, 'postgres',
+	q{SELECT coalesce(stalled, 'none') FROM ttl_index_stats WHERE table_name = 'held_back'::regclass},
+	'none', 'nothing is stalled once it runs again');
 
 $node->stop;
 

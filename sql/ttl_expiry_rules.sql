@@ -270,13 +270,23 @@ SELECT table_name, time_zone FROM ttl_index_stats
 SET TimeZone = 'America/Anchorage';
 SELECT ttl_runner() >= 1 AS purged;
 SELECT what FROM rules.wall;
--- bad zones, and a zone for a key that has none: refused, nothing changed
+-- bad zones: refused, nothing changed
 SELECT ttl_create_index('rules.wall', 'ts', 3600, time_zone => 'Mars/Olympus_Mons');
 SELECT ttl_create_index('rules.wall', 'ts', 3600, time_zone => '');
 CREATE TABLE rules.instants (ts timestamptz NOT NULL);
-SELECT ttl_create_index('rules.instants', 'ts', 3600, time_zone => 'UTC');
+-- a key of instants is read in no zone: a zone given is its purge
+-- windows' (they follow the server's TimeZone otherwise), refused as for
+-- a wall-clock key when it is not a zone
+SELECT ttl_create_index('rules.instants', 'ts', 3600, time_zone => 'UTC-5', purge_window => '02:00-04:00');
+SELECT ttl_create_index('rules.instants', 'ts', 3600, time_zone => 'Asia/Tokyo', purge_window => '02:00-04:00') > 0 AS created;
+SELECT to_char(lower(next_window) AT TIME ZONE 'Asia/Tokyo', 'HH24:MI') AS opens,
+       to_char(upper(next_window) AT TIME ZONE 'Asia/Tokyo', 'HH24:MI') AS closes
+  FROM ttl_index_stats WHERE table_name = 'rules.instants'::regclass;
+-- a second call that does not name it keeps it
+SELECT ttl_create_index('rules.instants', 'ts', 7200) > 0 AS changed;
+SELECT time_zone, purge_window FROM ttl_index_policy WHERE relid = 'rules.instants'::regclass;
 CREATE TABLE rules.epochs (t bigint NOT NULL);
-SELECT ttl_create_index('rules.epochs', 't', 3600, unit => 's', time_zone => 'UTC');
+SELECT ttl_create_index('rules.epochs', 't', 3600, unit => 's', time_zone => 'UTC') > 0 AS created;
 SELECT table_name, time_zone FROM ttl_index_stats
  WHERE table_name IN ('rules.wall'::regclass, 'rules.days'::regclass,
 					  'rules.instants'::regclass, 'rules.epochs'::regclass) ORDER BY policy_id;

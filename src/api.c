@@ -785,8 +785,10 @@ ttl_api_zero_notice(Relation rel, TtlPolicy *policy)
  *		application running its migrations, or the database's and role's
  *		for a session opened by psql.  Said in a NOTICE when it is not the
  *		server's.  Stored as PostgreSQL names the zone.  A key of another
- *		type is an instant (or a number of seconds) and has none: a
- *		time_zone for it is refused.
+ *		type is an instant (or a number of seconds) and is read in no zone:
+ *		a time_zone given for it is the zone of its purge windows (else
+ *		they follow the server's TimeZone, as on a Citus node the
+ *		coordinator's).
  */
 static void
 ttl_api_time_zone(Relation rel, TtlPolicy *policy)
@@ -799,14 +801,24 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 
 	if (!ttl_key_is_local(keytype, policy->unit_ns))
 	{
-		if (policy->time_zone != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("time_zone is only for a timestamp or date column"),
-					 errdetail("Column \"%s\" is of type %s: its values are %s, read in no time zone.",
-							   policy->column_name, format_type_be(keytype),
-							   policy->unit_ns != 0 ? "numbers of units since the Unix epoch" :
-							   "instants")));
+		/*
+		 * Its keys are instants, read in no zone; a zone given reads its
+		 * purge windows (window.c), which otherwise follow the server's.
+		 */
+		if (policy->time_zone == NULL || ttl_alter_was_kept(TTL_ARG_TIME_ZONE))
+			return;
+		if (!ttl_catalog_has_zone())
+			return;
+		zone = ttl_api_zone_given(policy->time_zone);
+		policy->time_zone = pstrdup(zone);
+		ereport(NOTICE,
+				(errmsg("the purge windows of the policy on column \"%s\" of table \"%s\" are read in time zone \"%s\" (%s now)",
+						policy->column_name, RelationGetRelationName(rel), zone,
+						ttl_api_zone_offset(pg_tzset(zone))),
+				 errdetail("Column \"%s\" is of type %s: its values are %s, read in no time zone.",
+						   policy->column_name, format_type_be(keytype),
+						   policy->unit_ns != 0 ? "numbers of units since the Unix epoch" :
+						   "instants")));
 		return;
 	}
 	if (!ttl_catalog_has_zone())
@@ -1591,41 +1603,34 @@ ttl_api_check_one(TtlPolicy *p, Relation rel, const char *command)
  * ttl_api_zone_follows
  *		After ALTER TABLE: a column that became timestamp or date takes the
  *		zone of the session that altered it (as a new policy takes its
- *		creator's), and one that is no longer has none.
+ *		creator's); one that is no longer keeps its zone, for its purge
+ *		windows (ttl_api_time_zone).
  */
 static void
 ttl_api_zone_follows(TtlPolicy *p, Relation rel)
 {
 	Oid			keytype;
-	bool		local;
 	Oid			argtypes[2] = {INT4OID, TEXTOID};
 	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
+	const char *zone;
 
 	if (!ttl_catalog_has_zone() || p->attnum <= 0 ||
-		p->attnum > RelationGetNumberOfAttributes(rel))
+		p->attnum > RelationGetNumberOfAttributes(rel) || p->time_zone != NULL)
 		return;
 	keytype = getBaseType(TupleDescAttr(RelationGetDescr(rel), p->attnum - 1)->atttypid);
-	local = ttl_key_is_local(keytype, p->unit_ns);
-	if (local == (p->time_zone != NULL))
+	if (!ttl_key_is_local(keytype, p->unit_ns))
 		return;
+	zone = pg_get_timezone_name(session_timezone);
 	values[0] = Int32GetDatum(p->id);
-	if (local)
-	{
-		const char *zone = pg_get_timezone_name(session_timezone);
-
-		values[1] = CStringGetTextDatum(zone);
-		ereport(NOTICE,
-				(errmsg("column \"%s\" of table \"%s\" is now read as wall-clock time in time zone \"%s\", this session's",
-						p->column_name, RelationGetRelationName(rel), zone),
-				 errhint("Pass time_zone => '...' to ttl_create_index() for the zone the table's writers use.")));
-	}
-	else
-		nulls[1] = 'n';
+	values[1] = CStringGetTextDatum(zone);
+	ereport(NOTICE,
+			(errmsg("column \"%s\" of table \"%s\" is now read as wall-clock time in time zone \"%s\", this session's",
+					p->column_name, RelationGetRelationName(rel), zone),
+			 errhint("Pass time_zone => '...' to ttl_create_index() for the zone the table's writers use.")));
 	SPI_connect();
 	if (ttl_as_extension_owner(psprintf("UPDATE %s SET time_zone = $2 WHERE id = $1",
 											ttl_catalog_relname()),
-								   2, argtypes, values, nulls) != SPI_OK_UPDATE)
+								   2, argtypes, values, NULL) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the time zone of TTL policy %d", p->id);
 	SPI_finish();
 }

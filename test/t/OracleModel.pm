@@ -232,13 +232,14 @@ sub fate_of
 }
 
 # window_open(case, instant): whether one of the policy's windows holds it,
-# read in the policy's zone (time_zone for timestamp/date keys, else the
-# server's TimeZone)
+# read in the policy's zone (time_zone for timestamp/date keys; for other
+# keys the time_zone given for the windows, else the server's TimeZone)
 sub window_open
 {
 	my ($c, $t) = @_;
 	return 1 unless $c->{window};
-	my $zone = ($c->{keytype} eq 'timestamp' || $c->{keytype} eq 'date') ? $c->{zone} : $c->{server_zone};
+	my $zone = ($c->{keytype} eq 'timestamp' || $c->{keytype} eq 'date') ? $c->{zone}
+	  : ($c->{window_zone} // $c->{server_zone});
 	my $w = instant_to_wall($zone, $t);
 	my $min = floor(($w % 86400) / 60);
 	for my $part (split /,/, $c->{window})
@@ -504,7 +505,9 @@ sub gen_case
 	# a window, open or closed, in the policy's zone
 	if (chance(0.2))
 	{
-		my $wz = $wall ? $c->{zone} : $server_zone;
+		# a key of instants may carry a zone for its windows alone
+		$c->{window_zone} = pick(\@ZONE_NAMES) if !$wall && chance(0.5);
+		my $wz = $wall ? $c->{zone} : ($c->{window_zone} // $server_zone);
 		my $lm = floor((instant_to_wall($wz, $now) % 86400) / 60);
 		my ($s, $e);
 		if (chance(0.5)) { $s = $lm - int(U(60, 240)); $e = $lm + int(U(60, 240)); }
@@ -726,6 +729,7 @@ sub gen_case
 	my @opt;
 	push @opt, "unit => '$c->{unit}'" if $c->{unit};
 	push @opt, "time_zone => '$c->{zone}'" if $wall && $c->{tz_option};
+	push @opt, "time_zone => '$c->{window_zone}'" if $c->{window_zone};
 	push @opt, "ttl_column => 'rttl'" if $c->{ttl_column};
 	push @opt, "filter => \$\$$c->{filter}\$\$" if $c->{filter};
 	push @opt, "max_rows => $c->{max_rows}" if $cap;
@@ -785,7 +789,7 @@ sub gen_case
 		"shape $sh" . ($c->{dropped} ? ' +dropped column' : '') . ($c->{shuffle} ? ' +column order' : ''),
 		"action $act", 'ttl ' . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),
-		($c->{window} ? "window $c->{window}" : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
+		($c->{window} ? "window $c->{window}" . ($c->{window_zone} ? " in $c->{window_zone}" : '') : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
 		($c->{fk} ? 'fk' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? ($c->{second_call} eq 'alter' ? 'second call (ttl_alter_index)' : 'second call') : ()),
 		scalar(@{ $c->{rows} }) . ' rows');
 	return $c;

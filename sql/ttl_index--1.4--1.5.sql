@@ -133,12 +133,12 @@ COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, intege
 DROP VIEW @extschema@.ttl_index_citus_stats;
 DROP VIEW @extschema@.ttl_index_stats;
 
--- The counters gain rows_capped (deleted beyond max_rows before they
--- expired), rows_anonymized, next_window: the purge window the policy
--- is in, or the next one (NULL without windows), and backlog_reason: why
--- lag, expired_estimate or next_expiry is NULL, or that they are the
--- worker's last pass's (a policy whose filter or set_columns is its
--- owner's code: the views never run it in the reader's session).
+-- The counters gain backlog_reason: why lag, expired_estimate or
+-- next_expiry is NULL, or that they are the worker's last pass's (a policy
+-- whose filter or set_columns is its owner's code: the views never run it
+-- in the reader's session); and rows_locked, the expired rows the last
+-- pass skipped because other transactions had them locked (a number of
+-- rows, where rows_skipped_locked counts every batch's skips).
 DROP FUNCTION @extschema@.ttl_index_policy_stats();
 CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT policy_id integer,
@@ -168,12 +168,13 @@ CREATE FUNCTION @extschema@.ttl_index_policy_stats(
 	OUT rows_capped bigint,
 	OUT rows_anonymized bigint,
 	OUT next_window tstzrange,
-	OUT backlog_reason text)
+	OUT backlog_reason text,
+	OUT rows_locked bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ttl_index_policy_stats'
 LANGUAGE C STABLE;
 
--- As in 1.4, plus backlog_reason.
+-- As in 1.4, plus backlog_reason and rows_locked.
 CREATE VIEW @extschema@.ttl_index_stats AS
 	WITH nodes AS MATERIALIZED (
 		SELECT * FROM @extschema@.ttl_index_citus_nodes()
@@ -244,7 +245,8 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.rows_capped, 0) AS rows_capped,
 		   p.set_columns,
 		   coalesce(s.rows_anonymized, 0) AS rows_anonymized,
-		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason
+		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason,
+		   coalesce(s.rows_locked, 0) AS rows_locked
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id

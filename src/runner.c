@@ -182,7 +182,8 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 	}
 	if (*failed == NULL && result.outcome == TTL_BATCH_DONE)
 		ttl_stats_count_pass(MyDatabaseId, p, pass->pass_rows,
-							 pass->pass_left + ttl_held_count(held));
+							 pass->pass_left + ttl_held_count(held),
+							 pass->pass_skipped_locked);
 	ttl_pass_end(pass);
 	MemoryContextDelete(batchcxt);
 	return total;

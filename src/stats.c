@@ -76,6 +76,7 @@ typedef struct TtlPendingCount
 	bool		is_pass;
 	int64		rows;			/* a pass: rows it took */
 	int64		left;			/* a pass: expired rows it left */
+	int64		locked;			/* a pass: locked rows it skipped */
 } TtlPendingCount;
 
 static bool Deferring = false;
@@ -287,7 +288,7 @@ ttl_stats_defer(bool defer)
  */
 static void
 ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
-			   bool is_pass, int64 rows, int64 left)
+			   bool is_pass, int64 rows, int64 left, int64 locked)
 {
 	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 	TtlPendingCount *p = palloc0(sizeof(TtlPendingCount));
@@ -305,6 +306,7 @@ ttl_stats_pend(Oid dboid, TtlPolicy *policy, TtlBatchResult *result,
 	p->is_pass = is_pass;
 	p->rows = rows;
 	p->left = left;
+	p->locked = locked;
 	Pending = lappend(Pending, p);
 	MemoryContextSwitchTo(old);
 }
@@ -350,10 +352,13 @@ ttl_stats_add_batch(Oid dboid, int32 policy_id, TtlBatchResult *result)
 
 /*
  * ttl_stats_add_pass
- *		Count a completed pass and the rows it left in place.
+ *		Count a completed pass, the rows it left in place and the locked
+ *		rows it skipped (rows_locked: rows, where rows_skipped_locked counts
+ *		every batch's skips).
  */
 static void
-ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 rows, int64 left)
+ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 rows, int64 left,
+				   int64 locked)
 {
 	TtlStatsEntry *e = ttl_stats_entry(dboid, policy_id);
 
@@ -363,6 +368,7 @@ ttl_stats_add_pass(Oid dboid, int32 policy_id, int64 rows, int64 left)
 	e->c.passes++;
 	e->c.last_pass_rows = rows;
 	e->c.rows_held = left;
+	e->c.rows_locked = locked;
 	SpinLockRelease(&e->mutex);
 	LWLockRelease(ttl_shmem_stats_lock());
 }
@@ -375,7 +381,7 @@ void
 ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
 {
 	if (Deferring)
-		ttl_stats_pend(dboid, policy, result, false, 0, 0);
+		ttl_stats_pend(dboid, policy, result, false, 0, 0, 0);
 	else
 		ttl_stats_add_batch(dboid, policy->id, result);
 }
@@ -387,12 +393,13 @@ ttl_stats_count_batch(Oid dboid, TtlPolicy *policy, TtlBatchResult *result)
  *		(rows_held).
  */
 void
-ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows, int64 left)
+ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows, int64 left,
+					 int64 locked)
 {
 	if (Deferring)
-		ttl_stats_pend(dboid, policy, NULL, true, rows, left);
+		ttl_stats_pend(dboid, policy, NULL, true, rows, left, locked);
 	else
-		ttl_stats_add_pass(dboid, policy->id, rows, left);
+		ttl_stats_add_pass(dboid, policy->id, rows, left, locked);
 }
 
 /*
@@ -501,7 +508,8 @@ ttl_stats_at_xact_end(bool commit)
 			TtlPendingCount *p = (TtlPendingCount *) lfirst(lc);
 
 			if (p->is_pass)
-				ttl_stats_add_pass(p->dboid, p->policy_id, p->rows, p->left);
+				ttl_stats_add_pass(p->dboid, p->policy_id, p->rows, p->left,
+								   p->locked);
 			else
 				ttl_stats_add_batch(p->dboid, p->policy_id, &p->result);
 		}

@@ -750,6 +750,7 @@ typedef struct TtlStatsCounters
 	int64		rows_capped;
 	int64		partitions_dropped;
 	int64		rows_held;		/* gauge: left in place by the last pass */
+	int64		rows_locked;	/* gauge: left locked by the last pass */
 	int64		last_pass_rows; /* gauge: rows the last complete pass took */
 	double		expiry_rate;	/* gauge: rows/s that expire (worker) */
 	double		delete_rate;	/* gauge: rows/s its last pass deleted */
@@ -788,7 +789,7 @@ extern void ttl_stats_init(void);
 extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 								  TtlBatchResult *result);
 extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows,
-								 int64 left);
+								 int64 left, int64 locked);
 extern void ttl_stats_count_locked(Oid dboid, TtlPolicy *policy);
 extern void ttl_stats_set_rates(Oid dboid, TtlPolicy *policy, double expiry_rate,
 								double delete_rate, bool falling_behind);

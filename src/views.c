@@ -43,8 +43,8 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-#define TTL_STATS_COLS		28
-#define TTL_STATS_COLS_1_4_0 27		/* 1.4 before backlog_reason */
+#define TTL_STATS_COLS		29
+#define TTL_STATS_COLS_1_4	27
 #define TTL_STATS_COLS_1_3	24
 #define TTL_STATS_COLS_1_2	18
 #define TTL_STATS_COLS_1_1	15
@@ -280,7 +280,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	natts = rsinfo->setDesc->natts;
-	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_4_0 &&
+	if (natts != TTL_STATS_COLS && natts != TTL_STATS_COLS_1_4 &&
 		natts != TTL_STATS_COLS_1_3 &&
 		natts != TTL_STATS_COLS_1_2 &&
 		natts != TTL_STATS_COLS_1_1 && natts != TTL_STATS_COLS_1_0)
@@ -360,6 +360,7 @@ ttl_index_policy_stats(PG_FUNCTION_ARGS)
 		else
 			nulls[i] = true;
 		i++;
+		values[i++] = Int64GetDatum(c.rows_locked);
 		Assert(i == TTL_STATS_COLS);
 
 		/*

@@ -675,7 +675,8 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	{
 		case TTL_BATCH_DONE:
 			ttl_stats_count_pass(MyDatabaseId, &e->policy, pass->pass_rows,
-								 pass->pass_left + ttl_held_count(e->held));
+								 pass->pass_left + ttl_held_count(e->held),
+								 pass->pass_skipped_locked);
 			/* held rows it did not meet are gone: room for others (held.c) */
 			ttl_held_pass_done(e->held);
 			e->locked_since = 0;

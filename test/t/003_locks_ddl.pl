@@ -105,6 +105,11 @@ ok($node->poll_query_until($db,
 	"SELECT rows_skipped_locked >= 1000 FROM ttl_index_stats WHERE table_name = 'a'::regclass"),
 	'rows locked FOR UPDATE are skipped, not waited for');
 is(policy_stat('a', 'rows_deleted'), '0', 'rows locked FOR UPDATE are not deleted');
+# rows_skipped_locked counts every batch's skips; rows_locked is how many
+# rows the last pass left locked: the 1,000, however many passes met them
+ok($node->poll_query_until($db,
+	"SELECT rows_locked = 1000 AND passes >= 2 FROM ttl_index_stats WHERE table_name = 'a'::regclass"),
+	'rows_locked: the 1,000 rows the last pass left locked, after several passes');
 
 # now ACCESS EXCLUSIVE: waits at most for the worker's current batch (a
 # loose bound, for a busy machine: a worker that waited in the lock queue,

@@ -36,6 +36,52 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use IPC::Run;
+
+# Polling backs off: a wait polls after 50 ms, then half as long again
+# each time, up to 400 ms.  Every poll starts a psql and a backend, and
+# CI runs the suites of five versions at once on two cores, where a poll
+# every 100 ms by each waiting test is much of the load.  A state is seen
+# at most 400 ms late.  PostgreSQL::Test::Cluster's poll_query_until
+# (which tests call directly too) is made to wait the same way, and to
+# give up after timeout_default seconds of the clock, not after a count of
+# polls that a slow machine stretches.
+sub poll_delay
+{
+	my ($delay) = @_;
+	return $delay < 0.4 ? ($delay * 1.5 > 0.4 ? 0.4 : $delay * 1.5) : 0.4;
+}
+
+{
+	no warnings 'redefine';
+	*PostgreSQL::Test::Cluster::poll_query_until = sub {
+		my ($self, $dbname, $query, $expected) = @_;
+		local %ENV = $self->_get_env();
+		$expected = 't' unless defined($expected);
+		my $cmd = [
+			$self->installed_command('psql'), '-XAt',
+			'-d', $self->connstr($dbname)
+		];
+		my ($stdout, $stderr);
+		my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+		my $delay = 0.05;
+		for (;;)
+		{
+			IPC::Run::run($cmd, '<', \$query, '>', \$stdout, '2>', \$stderr);
+			chomp($stdout);
+			chomp($stderr);
+			return 1 if $stdout eq $expected && $stderr eq '';
+			last if time() > $deadline;
+			sleep($delay);
+			$delay = poll_delay($delay);
+		}
+		my $msg_query = defined $query ? $query : '(connection attempt only)';
+		diag("poll_query_until timed out executing this query:\n$msg_query\n"
+			  . "expecting this output:\n$expected\nlast actual query output:\n$stdout\n"
+			  . "with stderr:\n$stderr");
+		return 0;
+	};
+}
 
 # node(name, conf lines...): a server with ttl_index preloaded, the
 # launcher looking at the databases every second, started
@@ -72,11 +118,14 @@ sub wait_worker
 	my $query = "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'ttl_index worker' AND datname = '$db'$other";
 	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 	my $seen = 0;
+	my $delay = 0.05;
 	while (!$seen && time() < $deadline)
 	{
 		my $got = eval { $node->safe_psql('postgres', $query) };
 		$seen = defined $got && $got eq 't';
-		sleep(0.1) unless $seen;
+		next if $seen;
+		sleep($delay);
+		$delay = poll_delay($delay);
 	}
 	return ok($seen, $name // "the worker of database $db runs");
 }
@@ -99,11 +148,13 @@ sub wait_is
 	my ($node, $db, $query, $expected, $name, $secs) = @_;
 	my $deadline = time() + ($secs // $PostgreSQL::Test::Utils::timeout_default);
 	my $got;
+	my $delay = 0.05;
 	for (;;)
 	{
 		$got = $node->safe_psql($db, $query);
 		last if $got eq $expected || time() > $deadline;
-		sleep(0.1);
+		sleep($delay);
+		$delay = poll_delay($delay);
 	}
 	return is($got, $expected, $name);
 }

@@ -197,14 +197,7 @@ for my $n (1 .. 10)
 TtlIndex::wait_asleep($node, $db);
 TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 my $read = sql($idx) - $before;
-{
-	# PostgreSQL 19 (19~rc1): the first run there read 1.2M entries; the
-	# known-dead prefix (skip.c) is not yet skipped on 19's index scans,
-	# which is being looked into: a TODO there, a promise everywhere else
-	local $main::TODO = TtlIndex::version($node) >= 190000 ?
-	  'the known-dead prefix is not skipped on PostgreSQL 19 yet' : undef;
-	cmp_ok($read, '<', 100000, "10 passes over the held dead entries read $read index entries, not 100,000 each");
-}
+cmp_ok($read, '<', 100000, "10 passes over the held dead entries read $read index entries, not 100,000 each");
 # the views' look starts past them too: the worker publishes where they end
 # (counted once the sessions that looked have exited)
 TtlIndex::wait_sessions_gone($node, $db, $old_pid);
@@ -213,11 +206,7 @@ is(sql(q{SELECT lag FROM ttl_index_stats WHERE table_name = 'heldback'::regclass
 	'ttl_index_stats: no lag') for 1 .. 3;
 TtlIndex::wait_sessions_gone($node, $db, $old_pid);
 $read = sql($idx) - $before;
-{
-	local $main::TODO = TtlIndex::version($node) >= 190000 ?
-	  'the known-dead prefix is not skipped on PostgreSQL 19 yet' : undef;
-	cmp_ok($read, '<', 30000, "three looks of ttl_index_stats read $read index entries, not 100,000 each");
-}
+cmp_ok($read, '<', 30000, "three looks of ttl_index_stats read $read index entries, not 100,000 each");
 # a row inserted below the dead entries is still found (within 30 s, a
 # loose bound for a busy machine: the worker looks again within a second)
 sql(q{INSERT INTO heldback VALUES (now() - interval '2 hours', 'backfill')});

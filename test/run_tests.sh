@@ -76,8 +76,29 @@ in_debian_root() { [ "$1" = 17 ] || [ "$1" = 19 ]; }
 # installs it (15 on this Debian 12 machine, the versions of the roots)
 packaged() { [ "$1" = 15 ] || in_debian_root "$1"; }
 
-# pg_needs_build VERSION: whether a version is built from source here
-pg_needs_build() { ! packaged "$1"; }
+# prep_order VERSIONS: the order in which the versions are made ready,
+# each starting its suites as soon as it is: 15 first (its package is what
+# t/025_pg_upgrade.pl upgrades from), then 18, whose suite is the longest
+# (an assert-enabled server, and Citus), then the others
+prep_order() {
+	local v
+	for v in "$@"; do [ "$v" = 15 ] && echo "$v"; done
+	for v in "$@"; do [ "$v" = 18 ] && echo "$v"; done
+	for v in "$@"; do [ "$v" != 15 ] && [ "$v" != 18 ] && echo "$v"; done
+}
+
+# tap_jobs VERSION: how many TAP files of the version run at once: two for
+# 18, whose suite is the longest, so that it ends with the others; one for
+# the others (TTL_TAP_JOBS sets it for all)
+tap_jobs() {
+	if [ -n "${TTL_TAP_JOBS:-}" ]; then
+		echo "$TTL_TAP_JOBS"
+	elif [ "$1" = 18 ]; then
+		echo 2
+	else
+		echo 1
+	fi
+}
 
 # pg_config_for VERSION: the pg_config of a version (builds it if needed;
 # 17 and 19 only inside their Debian roots)
@@ -229,7 +250,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			local rwork
 			rwork=$(cat "$work/v$v/rwork")
 			TTL_ROOT_SHARE=$portdir bash "$here/test/debian_root.sh" "$v" run \
-				env TTL_PORT_DIR="$portdir" \
+				env TTL_PORT_DIR="$portdir" TTL_TAP_JOBS="$(tap_jobs "$v")" \
 				bash "/tmp/${rwork##*/}/tree/test/run_tests.sh" \
 				--in-root --pg "$v" --suites "$vsuites" ${taps:+--tap "$taps"} \
 				> "$work/v$v/out" 2>&1 || true
@@ -242,7 +263,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 			{
 				[ -f "$work/v$v/deb" ] && cat "$work/v$v/deb"
 				su postgres -s /bin/bash -c "PG_CONFIG='$(cat "$work/v$v/pg_config")' \
-					PG_TEST_PORT_DIR='$portdir' \
+					PG_TEST_PORT_DIR='$portdir' TTL_TAP_JOBS='$(tap_jobs "$v")' \
 					bash '$work/v$v/tree/test/run_tests.sh' --inner \
 					--pg '$v' --suites '$vsuites' ${taps:+--tap '$taps'}" || true
 			} > "$work/v$v/out" 2>&1
@@ -259,8 +280,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 	chmod 1777 "$portdir"
 	# the versions that need no build first: their suites run while the
 	# source builds of the others (once per machine) go on
-	for v in $(for v in $versions; do pg_needs_build "$v" || echo "$v"; done) \
-		$(for v in $versions; do pg_needs_build "$v" && echo "$v"; done); do
+	for v in $(prep_order $versions); do
 		prepare_version "$v" || continue
 		ready="$ready $v"
 		while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do
@@ -373,7 +393,7 @@ if has_suite tap; then
 	if initdb --no-sync --auth trust -D "$here/tmp_check_template/pgdata" >/dev/null 2>&1; then
 		export INITDB_TEMPLATE=$here/tmp_check_template/pgdata
 	fi
-	make -s prove_installcheck PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$tests" PROVE_FLAGS="--timer" 2>&1 |
+	make -s prove_installcheck PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$tests" PROVE_FLAGS="--timer -j$(tap_jobs "$v")" 2>&1 |
 		tee "$logdir/tap.out" || true
 	ok=$(grep -cE '^test/t/.* ok$|^\[.*\] test/t/.* ok' "$logdir/tap.out" || true)
 	bad=$(grep -cE '^test/t/.*(Failed|Dubious)|^\[.*\] test/t/.*(Failed|Dubious)' "$logdir/tap.out" || true)

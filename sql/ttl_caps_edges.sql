@@ -160,6 +160,24 @@ SELECT n_live_tup, reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid
 SELECT ttl_runner() AS purged;
 SELECT count(*), min(id), max(id) FROM cx.reset;
 
+-- 6. The cap's cut is in the key's order: with more rows at infinity than
+-- the cap, every finite key goes, a date past the range of timestamps
+-- (which reads as the end of time, as infinity does) too.  The archive
+-- goes through the statement, which compares the key with the cut.
+CREATE TABLE cx.far (id int, k date);
+CREATE TABLE cx.far_arch (LIKE cx.far);
+INSERT INTO cx.far SELECT i, 'infinity' FROM generate_series(1, 6) i;
+INSERT INTO cx.far SELECT i, '5874897-12-31' FROM generate_series(7, 9) i;
+INSERT INTO cx.far SELECT i, current_date - i FROM generate_series(10, 12) i;
+SET client_min_messages = warning;
+SELECT ttl_create_index('cx.far', 'k', interval '1 day', max_rows => 5,
+						archive_table => 'cx.far_arch') > 0 AS created;
+RESET client_min_messages;
+SELECT pg_stat_force_next_flush();
+SELECT ttl_runner() AS purged;
+SELECT k, count(*) FROM cx.far GROUP BY k ORDER BY k;
+SELECT k = '5874897-12-31' AS far, count(*) FROM cx.far_arch GROUP BY 1 ORDER BY 1;
+
 SET client_min_messages = warning;
 DROP SCHEMA cx CASCADE;
 DROP EXTENSION ttl_index;

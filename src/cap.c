@@ -450,17 +450,16 @@ ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone
 	cutoff->safe_bound = pass->cap_bound;
 	cutoff->recheck = false;
 	cutoff->none = false;
-	if (keytype == TIMESTAMPTZOID)
-		cutoff->limit = DatumGetTimestampTz(pass->cap_bound);
-	else if (keytype == TIMESTAMPOID && policy->unit_ns == 0)
-		cutoff->limit = ttl_local_instant(DatumGetTimestamp(pass->cap_bound), zone);
-	else if (keytype == DATEOID && policy->unit_ns == 0)
-	{
-		DateADT		day = DatumGetDateADT(pass->cap_bound);
-
-		cutoff->limit = DATE_IS_NOBEGIN(day) ? DT_NOBEGIN :
-			DATE_IS_NOEND(day) ? DT_NOEND :
-			ttl_local_instant((Timestamp) day * USECS_PER_DAY, zone);
-	}
+	cutoff->capped = true;
+	/*
+	 * The limit is the bound's instant (expiry.c's rule, saturated at either
+	 * end of time); a key past the instants a timestamp holds reads as the
+	 * end of time too, as does infinity, so the statement also compares the
+	 * key itself with the bound (statement.c): the cap's cut is in the key's
+	 * order, and 5874897-12-31 comes before infinity.
+	 */
+	if (keytype == TIMESTAMPTZOID ||
+		(ttl_key_is_local(keytype, policy->unit_ns)))
+		cutoff->limit = ttl_key_instant(keytype, policy->unit_ns, zone, pass->cap_bound);
 	return true;
 }

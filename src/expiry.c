@@ -397,6 +397,7 @@ ttl_cutoff_compute(TtlPolicy *policy, Oid typid, pg_tz *zone, TimestampTz now,
 	long		min_gmtoff;
 
 	cutoff->recheck = false;
+	cutoff->capped = false;
 	cutoff->none = policy->no_expiry;
 	if (policy->no_expiry)
 	{
@@ -495,7 +496,7 @@ ttl_epoch_instant(Oid typid, int64 unit_ns, Datum key)
  * ttl_key_instant
  *		The instant a key denotes (see the top of the file).
  */
-static TimestampTz
+TimestampTz
 ttl_key_instant(Oid typid, int64 unit_ns, pg_tz *zone, Datum key)
 {
 	if (unit_ns != 0)

@@ -33,7 +33,10 @@
  * $1 is tid[], $2 the cutoff (the bound in the key's type, or for
  * wall-clock keys the limit as timestamptz, compared with the key's instant
  * in the policy's zone), $3 expire_after as an interval of microseconds,
- * $4 the policy's time zone.  Triggers, foreign-key actions, rules and
+ * $4 the policy's time zone, $5 for wall-clock keys the bound in the key's
+ * type when a cap moved it (NULL otherwise): a key below it goes whatever
+ * its instant, which is the end of time for infinity and for a date past
+ * the range of timestamps alike.  Triggers, foreign-key actions, rules and
  * row-level security then behave exactly as for the owner's own statement.
  *
  * Foreign keys.  A row that a NO ACTION or RESTRICT foreign key still
@@ -99,7 +102,7 @@
 #include "compat.h"
 #include "ttl_index.h"
 
-#define TTL_STATEMENT_NPARAMS	4
+#define TTL_STATEMENT_NPARAMS	5
 
 struct TtlPlan
 {
@@ -212,7 +215,8 @@ ttl_statement_expired_sql(TtlPolicy *policy, TtlTarget *t)
 {
 	if (!ttl_key_is_local(t->keytype, policy->unit_ns))
 		return psprintf("%s OPERATOR(pg_catalog.<) $2", t->key_sql);
-	return psprintf("%s OPERATOR(pg_catalog.<) $2", ttl_statement_instant_sql(t));
+	return psprintf("(%s OPERATOR(pg_catalog.<) $2 OR %s OPERATOR(pg_catalog.<) $5)",
+					ttl_statement_instant_sql(t), t->key_sql);
 }
 
 /*
@@ -494,7 +498,7 @@ ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 
 /*
  * ttl_statement_param_types
- *		The types of $1 .. $4.
+ *		The types of $1 .. $5.
  */
 static void
 ttl_statement_param_types(TtlPolicy *policy, TtlTarget *t, Oid *types)
@@ -503,6 +507,7 @@ ttl_statement_param_types(TtlPolicy *policy, TtlTarget *t, Oid *types)
 	types[1] = ttl_key_is_local(t->keytype, policy->unit_ns) ? TIMESTAMPTZOID : t->keytype;
 	types[2] = INTERVALOID;
 	types[3] = TEXTOID;
+	types[4] = t->keytype;
 }
 
 /*
@@ -719,9 +724,10 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 		TimestampTzGetDatum(cutoff->limit) : cutoff->bound;
 	params->params[2].value = IntervalPGetDatum(span);
 	params->params[3].value = CStringGetTextDatum(ttl_policy_zone_name(policy));
+	params->params[4].value = cutoff->capped ? cutoff->bound : (Datum) 0;
 	for (int i = 0; i < TTL_STATEMENT_NPARAMS; i++)
 	{
-		params->params[i].isnull = false;
+		params->params[i].isnull = i == 4 && !cutoff->capped;
 		params->params[i].pflags = PARAM_FLAG_CONST;
 		params->params[i].ptype = types[i];
 	}

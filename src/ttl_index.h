@@ -282,6 +282,9 @@ typedef struct TtlCutoff
 	bool		none;			/* no key has expired (a cap alone): bound
 								 * and safe_bound are the type's least value,
 								 * below which there is no key */
+	bool		capped;			/* the cap moved bound (cap.c): every key
+								 * below it goes, whatever its instant; the
+								 * statement compares the key with it */
 } TtlCutoff;
 
 extern int64 ttl_unit_parse(const char *unit);
@@ -291,6 +294,8 @@ extern void ttl_cutoff_compute(TtlPolicy *policy, Oid typid, struct pg_tz *zone,
 							   TimestampTz now, TtlCutoff *cutoff);
 extern bool ttl_key_ordinal(Oid typid, Datum key, int64 *ordinal);
 extern Datum ttl_key_from_ordinal(Oid typid, int64 ordinal);
+extern TimestampTz ttl_key_instant(Oid typid, int64 unit_ns, struct pg_tz *zone,
+								   Datum key);
 extern bool ttl_key_expired(Oid typid, int64 unit_ns, struct pg_tz *zone,
 							Datum key, const TtlCutoff *cutoff);
 extern TimestampTz ttl_key_expiry(TtlPolicy *policy, Oid typid,

@@ -294,13 +294,13 @@ unlike($log, qr/terminated by signal|PANIC|server process .* was terminated/,
 
 # Each waits for the worker to leave: at once, since it is idle by now.  A
 # worker that did not leave would make it fail (PostgreSQL waits 5 s for
-# other sessions to go); the bound on the time, loose for a busy machine
-# (the copy takes part of it), is that same 5 s: as long as PostgreSQL
-# would wait for any session.
+# other sessions to go, then raises an error), so its success is the test;
+# the time it took is shown (on a busy machine the copy alone took more
+# than 5 s).
 
 my ($ret, $stderr, $secs) = timed('postgres', "CREATE DATABASE app_copy TEMPLATE $db");
 is($ret, 0, 'CREATE DATABASE ... TEMPLATE succeeds while the worker runs') or diag $stderr;
-cmp_ok($secs, '<', 5, sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
+note(sprintf('CREATE DATABASE ... TEMPLATE took %.2f s', $secs));
 TtlIndex::wait_worker($node, 'app_copy', 'the copy gets its own worker');
 $node->safe_psql('app_copy',
 	"INSERT INTO control SELECT now() - interval '2 hours' FROM generate_series(1, 100)");
@@ -311,7 +311,7 @@ control_purged('after CREATE DATABASE ... TEMPLATE');
 
 ($ret, $stderr, $secs) = timed('postgres', "ALTER DATABASE $db RENAME TO app2");
 is($ret, 0, 'ALTER DATABASE ... RENAME succeeds while the worker runs') or diag $stderr;
-cmp_ok($secs, '<', 5, sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
+note(sprintf('ALTER DATABASE ... RENAME took %.2f s', $secs));
 $db = 'app2';
 TtlIndex::wait_worker($node, 'app2', 'the worker comes back to the renamed database');
 control_purged('after ALTER DATABASE ... RENAME');

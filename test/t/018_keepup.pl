@@ -104,8 +104,15 @@ my ($expiry, $delete) = split /\|/, $node->safe_psql('postgres',
 	"SELECT expiry_rate, delete_rate FROM ttl_index_stats WHERE table_name = 'events'::regclass");
 cmp_ok($expiry, '>', 5000, "the worker measures the expiry rate ($expiry rows/s)");
 cmp_ok($delete, '>=', $expiry * 0.9, "and deletes at least as fast ($delete rows/s)");
+# one WARNING per time it falls behind, not one per pass: on a busy machine
+# keep_up on may fall behind once more (and say it keeps up again), so up
+# to two, over many passes
 my @warnings = slurp_file($node->logfile) =~ /WARNING:  ttl_index: the purge of public\.events is falling behind/g;
-is(scalar(@warnings), 1, 'one WARNING in all');
+my @again = slurp_file($node->logfile) =~ /LOG:  ttl_index: the purge of public\.events keeps up again/g;
+my $passes = $node->safe_psql('postgres', "SELECT passes FROM ttl_index_stats WHERE table_name = 'events'::regclass");
+ok(@warnings >= 1 && @warnings <= 2 && @warnings <= @again + 1 && $passes >= 3,
+	sprintf('one WARNING each time it fell behind: %d WARNING(s), %d keeps up again, %d passes',
+		scalar(@warnings), scalar(@again), $passes));
 diag(sprintf('keep_up on: max lag %.2f s, rows/s expiring %.0f, deleted %.0f', $max_lag, $expiry, $delete));
 
 $pgbench->kill_kill;

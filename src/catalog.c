@@ -73,6 +73,20 @@ ttl_catalog_relname(void)
 }
 
 /*
+ * ttl_catalog_has_column
+ *		Whether the policy catalog has the column (a column a later version
+ *		added is missing between installing this library and ALTER
+ *		EXTENSION UPDATE).
+ */
+static bool
+ttl_catalog_has_column(const char *column)
+{
+	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
+
+	return OidIsValid(catrelid) && get_attnum(catrelid, column) != InvalidAttrNumber;
+}
+
+/*
  * ttl_catalog_is_current
  *		Whether the policy catalog has the 1.2 columns.  It has not between
  *		installing this library and ALTER EXTENSION UPDATE: readers then use
@@ -81,9 +95,7 @@ ttl_catalog_relname(void)
 bool
 ttl_catalog_is_current(void)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	return OidIsValid(catrelid) && get_attnum(catrelid, "action") != InvalidAttrNumber;
+	return ttl_catalog_has_column("action");
 }
 
 /*
@@ -94,10 +106,7 @@ ttl_catalog_is_current(void)
 bool
 ttl_catalog_has_origin(void)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	return OidIsValid(catrelid) &&
-		get_attnum(catrelid, "replication_origin") != InvalidAttrNumber;
+	return ttl_catalog_has_column("replication_origin");
 }
 
 /*
@@ -109,10 +118,7 @@ ttl_catalog_has_origin(void)
 bool
 ttl_catalog_has_zone(void)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	return OidIsValid(catrelid) &&
-		get_attnum(catrelid, "time_zone") != InvalidAttrNumber;
+	return ttl_catalog_has_column("time_zone");
 }
 
 /*
@@ -123,10 +129,7 @@ ttl_catalog_has_zone(void)
 bool
 ttl_catalog_has_rules(void)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	return OidIsValid(catrelid) &&
-		get_attnum(catrelid, "max_rows") != InvalidAttrNumber;
+	return ttl_catalog_has_column("max_rows");
 }
 
 /*
@@ -139,13 +142,11 @@ ttl_catalog_has_rules(void)
 bool
 ttl_catalog_paused_since(int32 policy_id, TimestampTz *since)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
 	Oid			argtypes[1] = {INT4OID};
 	Datum		values[1];
 	bool		found = false;
 
-	if (!OidIsValid(catrelid) ||
-		get_attnum(catrelid, "paused_since") == InvalidAttrNumber)
+	if (!ttl_catalog_has_column("paused_since"))
 		return false;
 	SPI_connect();
 	values[0] = Int32GetDatum(policy_id);
@@ -176,10 +177,7 @@ ttl_catalog_paused_since(int32 policy_id, TimestampTz *since)
 char *
 ttl_catalog_pause_sql(const char *enabled)
 {
-	Oid			catrelid = get_relname_relid(TTL_CATALOG_NAME, ttl_catalog_namespace(false));
-
-	if (!OidIsValid(catrelid) ||
-		get_attnum(catrelid, "paused_since") == InvalidAttrNumber)
+	if (!ttl_catalog_has_column("paused_since"))
 		return psprintf("enabled = %s", enabled);
 	return psprintf("enabled = %s, paused_since = CASE WHEN %s THEN NULL"
 					" ELSE coalesce(paused_since, pg_catalog.now()) END",

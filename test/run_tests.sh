@@ -390,7 +390,8 @@ if has_suite tap; then
 	# where a test's node would run initdb: a few seconds of CPU per node
 	# on an assert-enabled server, some sixty nodes per version
 	rm -rf "$here/tmp_check_template"
-	if initdb --no-sync --auth trust -D "$here/tmp_check_template/pgdata" >/dev/null 2>&1; then
+	if [ "${v%%.*}" -ge 17 ] &&
+		initdb --no-sync --auth trust -D "$here/tmp_check_template/pgdata" >/dev/null 2>&1; then
 		export INITDB_TEMPLATE=$here/tmp_check_template/pgdata
 	fi
 	make -s prove_installcheck PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$tests" PROVE_FLAGS="--timer -j$(tap_jobs "$v")" 2>&1 |

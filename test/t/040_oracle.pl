@@ -339,11 +339,13 @@ sub check_case
 		my $b = $c->{before}{$id};
 		my $a = $after->{$id};
 		my $fate = $e->{fate};
-		# rows locked by another session may stay, and say so
+		# rows locked by another session may stay, and say so (one that
+		# the worker reached before the lock was taken is done already: a
+		# soft-deleted row stays, changed, and is not a locked row left)
 		if ($c->{locked}{$id} && $fate eq 'go')
 		{
 			$fate = 'may';
-			$locked_left++ if $a;
+			$locked_left++ if $a && same_row($a, $b);
 		}
 		# a failure that is not about rows fails the policy's batches: its
 		# other expired rows may stay, and the failure is counted
@@ -469,7 +471,8 @@ sub check_case
 		}
 		if ($locked_left && $s{locked} == 0 && $s{skipped_locked} == 0 && $s{stalled} ne 'locked rows')
 		{
-			push @f, "$locked_left locked rows stay, and neither rows_skipped_locked nor stalled says so";
+			push @f, "$locked_left locked rows stay, and neither rows_skipped_locked nor stalled says so (locked: "
+			  . join(',', sort { $a <=> $b } keys %{ $c->{locked} }) . ')';
 		}
 	}
 	# what ttl_runner() counts (reference.md): rows deleted, archived,

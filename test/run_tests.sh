@@ -151,6 +151,13 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		PG_CONFIG=$TTL_DEBIAN_PG_CONFIG ttl_install_extension "$here"
 	fi
 
+	# failures_of FILE: what failed in a version's output, a line each
+	# (the summary is what a CI log's tail shows)
+	failures_of() {
+		grep -E '^(not ok|test/t/[^ ]+ +\(Wstat)|\.\.\. FAILED|^# === oracle FAILURE' "$1" |
+			grep -v '# SKIP' | head -n 12 | awk '{ printf "\n    %s", $0 }'
+	}
+
 	# count_run FILE: add the counts of a run's last line ("N passed, N
 	# failed") and set line to it
 	count_run() {
@@ -304,7 +311,7 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		fi
 		count_run "$work/v$v/out"
 		summary="$summary
-PostgreSQL $v: $line ($(cat "$work/v$v/time" 2>/dev/null || echo '?') s)"
+PostgreSQL $v: $line ($(cat "$work/v$v/time" 2>/dev/null || echo '?') s)$(failures_of "$work/v$v/out")"
 	done
 	if [ $in_root = 0 ]; then
 		echo "== summary$summary

@@ -178,6 +178,30 @@ SELECT ttl_runner() AS purged;
 SELECT k, count(*) FROM cx.far GROUP BY k ORDER BY k;
 SELECT k = '5874897-12-31' AS far, count(*) FROM cx.far_arch GROUP BY 1 ORDER BY 1;
 
+-- 7. Rows that refuse, over the cap: ttl_runner() rolls back its first
+-- attempt and retries batch by batch.  The retry counts the table as the
+-- statistics do, without the deletes of the rolled-back attempt: the oldest
+-- row goes, the refused ones stay (held), as they would without the cap.
+CREATE TABLE cx.refusing (id int PRIMARY KEY, k timestamptz, hold boolean);
+INSERT INTO cx.refusing SELECT i, now() - i * interval '1 minute', i BETWEEN 11 AND 29
+  FROM generate_series(1, 30) i;
+CREATE FUNCTION cx.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.hold THEN
+		RAISE EXCEPTION 'row % is held', OLD.id;
+	END IF;
+	RETURN OLD;
+END $$;
+CREATE TRIGGER refuse AFTER DELETE ON cx.refusing FOR EACH ROW EXECUTE FUNCTION cx.refuse();
+SELECT ttl_create_index('cx.refusing', 'k', NULL, max_rows => 10) > 0 AS created;
+SELECT pg_stat_force_next_flush();
+SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'cx.refusing'::regclass;
+SET client_min_messages = error;
+SELECT ttl_runner() AS purged;
+RESET client_min_messages;
+SELECT count(*), bool_or(id = 30) AS oldest_there, count(*) FILTER (WHERE hold) AS held
+  FROM cx.refusing;
+
 SET client_min_messages = warning;
 DROP SCHEMA cx CASCADE;
 DROP EXTENSION ttl_index;

@@ -17,7 +17,8 @@
  * (pg_stat_get_live_tuples: every committed insert and delete, a second or
  * so after its commit, and the estimate of the last VACUUM or ANALYZE),
  * summed over the tables the policy purges, with this process's own
- * inserts and deletes not reported yet (pg_stat_get_xact_*), says whether
+ * inserts and deletes not reported yet (its pending counts, not those of
+ * rolled-back subtransactions: ttl_cap_pending_live), says whether
  * the table may be over its cap; the worker reports its deletes at the end
  * of each capped pass.  Only then is the cut read, exactly: the key of the
  * max_rows-th newest row, which reads max_rows index entries.  The count
@@ -93,8 +94,10 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/pgstat_internal.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "ttl_index.h"
 
 /*
@@ -137,6 +140,36 @@ ttl_cap_count_lost(Oid relid, float4 reltuples, int64 counted)
 }
 
 /*
+ * ttl_cap_pending_live
+ *		The live rows this process has added to a table (less those it
+ *		deleted) and not yet reported to the cumulative statistics: the net
+ *		of its ended transactions (delta_live_tuples) and of each open
+ *		(sub)transaction level.  Not pg_stat_get_xact_tuples_inserted() less
+ *		pg_stat_get_xact_tuples_deleted(): those count the rows of
+ *		rolled-back subtransactions too.  ttl_runner() rolls back a policy's
+ *		first attempt when some rows refuse, and retries it batch by batch:
+ *		the deletes of the rolled-back attempt made the table look under its
+ *		cap, and the retry capped nothing.  An over-count is safe (the cut
+ *		is then read, exactly); an under-count keeps rows over the cap.
+ */
+static int64
+ttl_cap_pending_live(Oid relid)
+{
+	PgStat_EntryRef *ref;
+	PgStat_TableStatus *ts;
+	int64		n;
+
+	ref = pgstat_fetch_pending_entry(PGSTAT_KIND_RELATION, MyDatabaseId, relid);
+	if (ref == NULL || ref->pending == NULL)
+		return 0;
+	ts = (PgStat_TableStatus *) ref->pending;
+	n = TTL_TABSTAT_DELTA_LIVE(ts);
+	for (PgStat_TableXactStatus *x = ts->trans; x != NULL; x = x->upper)
+		n += x->tuples_inserted - x->tuples_deleted;
+	return n;
+}
+
+/*
  * ttl_cap_live_rows
  *		The live rows of the pass's tables, as the cumulative statistics
  *		count them, with the inserts and deletes this process has not
@@ -165,8 +198,6 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 	 * from queries of pg_class.
 	 */
 	if (SPI_execute_with_args("SELECT r, pg_catalog.pg_stat_get_live_tuples(r),"
-							  " pg_catalog.pg_stat_get_xact_tuples_inserted(r)"
-							  "   OPERATOR(pg_catalog.-) pg_catalog.pg_stat_get_xact_tuples_deleted(r),"
 							  " coalesce(pg_catalog.pg_stat_get_last_vacuum_time(r),"
 							  "          pg_catalog.pg_stat_get_last_autovacuum_time(r),"
 							  "          pg_catalog.pg_stat_get_last_analyze_time(r),"
@@ -182,8 +213,8 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 		bool		isnull;
 		Oid			relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
 		int64		counted = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-		int64		pending = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		bool		measured = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		int64		pending = ttl_cap_pending_live(relid);
+		bool		measured = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
 		HeapTuple	classtup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 		float4		reltuples = -1;
 

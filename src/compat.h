@@ -351,4 +351,14 @@ ttl_regprocedure_lookup(const char *signature)
 #define ttl_check_enforced(check)	((void) (check), true)
 #endif
 
+/*
+ * PostgreSQL 16 ("Rename fields of PgStat_TableCounts") dropped the t_
+ * prefix of a table's pending statistics counters (PgStat_TableStatus).
+ */
+#if PG_VERSION_NUM >= 160000
+#define TTL_TABSTAT_DELTA_LIVE(ts)	((ts)->counts.delta_live_tuples)
+#else
+#define TTL_TABSTAT_DELTA_LIVE(ts)	((ts)->t_counts.t_delta_live_tuples)
+#endif
+
 #endif							/* TTL_COMPAT_H */

@@ -46,7 +46,7 @@ INSERT INTO parent SELECT 100000 + g, now() - interval '1 hour' FROM generate_se
 SELECT ttl_create_index('parent', 'ts', 60, batch_size => 500);
 });
 TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM parent WHERE id > 100000', '0',
-	'the rows after a run of 12,000 rows kept by a foreign key are deleted', 60);
+	'the rows after a run of 12,000 rows kept by a foreign key are deleted', 180);
 is(sql('SELECT count(*) FROM parent'), '12000', 'the referenced rows stay');
 TtlIndex::wait_until($node, 'postgres',
 	q{SELECT stalled = 'rows kept by triggers, rules or foreign keys'
@@ -63,8 +63,10 @@ INSERT INTO f SELECT now() - interval '2 hours', true FROM generate_series(1, 30
 INSERT INTO f SELECT now() - interval '1 hour', false FROM generate_series(1, 1000);
 SELECT ttl_create_index('f', 'ts', 60, filter => 'gone(keep)');
 });
+# (a stall would keep them for good: the bound is for a busy machine, where
+# the worker, at nice 19 on an assert-enabled server, took 90 s in CI)
 TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM f WHERE NOT keep', '0',
-	'the rows after a run of 300,000 rows the filter rejects are deleted', 60);
+	'the rows after a run of 300,000 rows the filter rejects are deleted', 240);
 TtlIndex::wait_until($node, 'postgres',
 	q{SELECT passes > 0 AND stalled IS NULL AND lag < interval '1 hour'
 	    FROM ttl_index_stats WHERE table_name = 'f'::regclass},

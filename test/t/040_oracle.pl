@@ -207,6 +207,7 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 		my $t1 = time();
 		%fail = ();
 		my $settled = 1;
+		my $unsettled = '';
 		my @live = grep { !$_->{create_err} && !$_->{must_refuse} } @cases;
 		my $after = snapshot_all([ map { $_->{table} } @live ]);
 		my $arch = snapshot_all([ map { "$_->{table}_arch" } grep { $_->{action} eq 'archive' } @live ]);
@@ -217,10 +218,18 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 				$arch->{"$c->{table}_arch"} // {}, $stats->{ $c->{table} }) };
 			($f, $ok_passes) = ([ "the oracle itself failed: $@" ], 1) unless $f;
 			$fail{ $c->{name} } = $f if @$f;
-			$settled = 0 if !$ok_passes;
+			if (!$ok_passes)
+			{
+				$settled = 0;
+				$unsettled = "$c->{name} ($c->{summary}): passes " . ($stats->{ $c->{table} }{passes} // 'none');
+			}
 		}
 		last if !%fail && $settled;
-		last if time() > $deadline;
+		if (time() > $deadline)
+		{
+			diag("batch $b: not settled at the deadline: $unsettled") if !%fail && !$settled && $ENV{TTL_ORACLE_VERBOSE};
+			last;
+		}
 		sleep(0.3);
 	}
 	if ($runner)

@@ -218,6 +218,14 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 				$arch->{"$c->{table}_arch"} // {}, $stats->{ $c->{table} }) };
 			($f, $ok_passes) = ([ "the oracle itself failed: $@" ], 1) unless $f;
 			$fail{ $c->{name} } = $f if @$f;
+			# A policy with nothing left to do gets no second pass until
+			# its next row expires (the worker sleeps till then): after one
+			# pass, 6 s after the setup (the live-row counts a cap reads are
+			# reported within a second, a sleep is at most 200 ms), a case
+			# that checks is settled.  Soak batches waited out their 30 s
+			# deadline for such a case, one batch in three.
+			$ok_passes = 1 if !$ok_passes && ($stats->{ $c->{table} }{passes} // 0) >= 1
+			  && $t1 - $t0 >= 6;
 			if (!$ok_passes)
 			{
 				$settled = 0;

@@ -16,6 +16,7 @@
 #   TTL_ORACLE_SEED=n     replay one run
 #   TTL_ORACLE_CASES=n    soak: this many cases (default 80, the normal run)
 #   TTL_ORACLE_MINUTES=m  soak: batches until m minutes have passed
+#   TTL_ORACLE_VERBOSE=1  name the case that kept a batch from settling
 #
 # What the generator leaves out, because it cannot be checked exactly here
 # (or not yet):

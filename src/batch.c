@@ -135,6 +135,9 @@ typedef struct TtlBatch
 	bool		capping;
 	Datum		ttl_bound;		/* the expiry's bound: rows at or above it
 								 * are taken for the cap */
+	TtlCutoff	expiry;			/* the expiry's own cut-off, when capping:
+								 * rows below ttl_bound near a change of
+								 * offset are expired only by its instant */
 	FmgrInfo	less;			/* the key's "<", when capping */
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
@@ -365,6 +368,7 @@ ttl_batch_begin(TtlBatch *b)
 	b->via_parent = b->parent != NULL && ttl_batch_via_parent(b);
 
 	ttl_cutoff_compute(b->policy, t->keytype, b->zone, b->pass->now, &b->cutoff);
+	b->expiry = b->cutoff;
 	{
 		RegProcedure less = ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber);
 
@@ -855,14 +859,24 @@ ttl_batch_begin_scan(TtlBatch *b)
 /*
  * ttl_batch_capped
  *		Whether a row taken with this key is taken for the cap: its key is
- *		not below the expiry's bound (cap.c).
+ *		not below the expiry's bound (cap.c), or it is, but that bound is a
+ *		wall-clock time near a change of offset (expiry.c: such keys are
+ *		rechecked by their instant) and the key's instant has not expired.
+ *		A time in the hour the clocks skip, read with the offset from before
+ *		the change, is later than the bound's wall-clock time says: without
+ *		the recheck, rows the cap took were counted as expired.
  */
 static inline bool
 ttl_batch_capped(TtlBatch *b, bool isnull, Datum key)
 {
-	return b->capping && !isnull &&
-		!DatumGetBool(FunctionCall2Coll(&b->less, b->irel->rd_indcollation[0],
-										key, b->ttl_bound));
+	if (!b->capping || isnull)
+		return false;
+	if (!DatumGetBool(FunctionCall2Coll(&b->less, b->irel->rd_indcollation[0],
+										key, b->ttl_bound)))
+		return true;
+	return b->expiry.recheck &&
+		!ttl_key_expired(b->target->keytype, b->policy->unit_ns, b->zone, key,
+						 &b->expiry);
 }
 
 /*

@@ -102,6 +102,28 @@ SELECT (SELECT count(*) FROM events_mid), errors, rows_capped
 		'0|0|99', 'the oldest went, from every partition it purges, without an error');
 }
 
+# --- rows the cap takes in the hour the clocks skip -------------------------
+# A timestamp key read in Europe/Berlin, with the expiry's cut-off 20
+# minutes after the clocks went forward (2025-03-30 01:00 UTC).  Keys of the
+# skipped hour (02:00-03:00) are read with the offset from before the change
+# (CET): 02:30 is 01:30 UTC, later than the cut-off, so not expired, though
+# below the cut-off's wall-clock time (03:20 CEST).  The cap takes them and
+# rows_capped counts them (it counted them as expired: oracle, 18.3, seed
+# 795275762, case o3_1).
+$node->safe_psql('postgres', q{
+CREATE TABLE dst (id int, k timestamp);
+INSERT INTO dst VALUES (1, '2025-03-30 01:40'), (2, '2025-03-30 02:30'), (3, '2025-03-30 02:45'),
+	(4, now() AT TIME ZONE 'Europe/Berlin'), (5, now() AT TIME ZONE 'Europe/Berlin');
+SELECT ttl_create_index('dst', 'k',
+	extract(epoch FROM now() - timestamptz '2025-03-30 01:20+00')::int,
+	time_zone => 'Europe/Berlin', max_rows => 2);
+});
+TtlIndex::wait_is($node, 'postgres', q{SELECT string_agg(id::text, ',' ORDER BY id) FROM dst}, '4,5',
+	'the cap keeps the two newest rows of the table whose cut-off is near a change of clocks');
+TtlIndex::wait_is($node, 'postgres', q{
+SELECT rows_deleted, rows_capped FROM ttl_index_stats WHERE table_name = 'dst'::regclass},
+	'3|2', 'rows_capped counts the two rows of the skipped hour, which had not expired');
+
 # --- counts begun again: pg_stat_reset() and an immediate shutdown -------
 $node->safe_psql('postgres', q{
 CREATE TABLE feed (id int PRIMARY KEY, at timestamptz NOT NULL) WITH (autovacuum_enabled = off);

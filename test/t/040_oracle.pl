@@ -359,11 +359,13 @@ sub check_case
 		my $fate = $e->{fate};
 		# rows locked by another session may stay, and say so (one that
 		# the worker reached before the lock was taken is done already: a
-		# soft-deleted row stays, changed, and is not a locked row left)
+		# soft-deleted row stays, changed, and is not a locked row left;
+		# while a failure that is not about rows fails every batch, a
+		# failed batch counts nothing, its skips neither)
 		if ($c->{locked}{$id} && $fate eq 'go')
 		{
 			$fate = 'may';
-			$locked_left++ if $a && same_row($a, $b);
+			$locked_left++ if $a && same_row($a, $b) && !$policy_error;
 		}
 		# a failure that is not about rows fails the policy's batches: its
 		# other expired rows may stay, and the failure is counted

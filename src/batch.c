@@ -133,11 +133,11 @@ typedef struct TtlBatch
 	TtlCutoff	cutoff;
 	/* the pass's cap moved the cut-off above the expiry's (cap.c) */
 	bool		capping;
-	Datum		ttl_bound;		/* the expiry's bound: rows at or above it
-								 * are taken for the cap */
 	TtlCutoff	expiry;			/* the expiry's own cut-off, when capping:
-								 * rows below ttl_bound near a change of
-								 * offset are expired only by its instant */
+								 * rows at or above its bound are taken for
+								 * the cap, and rows below it near a change
+								 * of offset too, unless their instant has
+								 * expired */
 	FmgrInfo	less;			/* the key's "<", when capping */
 	EState	   *estate;			/* for the filter, when there is one */
 	ExprState  *filter;
@@ -373,8 +373,7 @@ ttl_batch_begin(TtlBatch *b)
 		RegProcedure less = ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber);
 
 		b->capping = ttl_cap_cutoff(b->policy, b->pass, t->keytype, b->zone, less,
-									b->irel->rd_indcollation[0], &b->cutoff,
-									&b->ttl_bound);
+									b->irel->rd_indcollation[0], &b->cutoff);
 		if (b->capping)
 			fmgr_info(less, &b->less);
 	}
@@ -872,7 +871,7 @@ ttl_batch_capped(TtlBatch *b, bool isnull, Datum key)
 	if (!b->capping || isnull)
 		return false;
 	if (!DatumGetBool(FunctionCall2Coll(&b->less, b->irel->rd_indcollation[0],
-										key, b->ttl_bound)))
+										key, b->expiry.bound)))
 		return true;
 	return b->expiry.recheck &&
 		!ttl_key_expired(b->target->keytype, b->policy->unit_ns, b->zone, key,

@@ -466,14 +466,13 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
  *		the expiry's, the batch takes every row below it, and the statement
  *		compares with it (the limit, for wall-clock keys, is the instant of
  *		that bound in the policy's zone).  less is the index's "<" on the
- *		key.  Returns whether the cap moved the cut-off; *ttl_bound is the
- *		expiry's bound either way.
+ *		key.  Returns whether the cap moved the cut-off (the caller keeps a
+ *		copy of the expiry's own, to tell which rows the cap took).
  */
 bool
 ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone,
-			   RegProcedure less, Oid collation, TtlCutoff *cutoff, Datum *ttl_bound)
+			   RegProcedure less, Oid collation, TtlCutoff *cutoff)
 {
-	*ttl_bound = cutoff->bound;
 	if (!pass->cap_active ||
 		!DatumGetBool(OidFunctionCall2Coll(less, collation, cutoff->bound, pass->cap_bound)))
 		return false;

@@ -668,7 +668,7 @@ extern void ttl_pass_no_index_error(TtlPolicy *policy, int elevel);
 extern void ttl_cap_compute(TtlPolicy *policy, TtlPass *pass);
 extern bool ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype,
 						   struct pg_tz *zone, RegProcedure less, Oid collation,
-						   TtlCutoff *cutoff, Datum *ttl_bound);
+						   TtlCutoff *cutoff);
 
 /* ----------
  * The replication origin of the worker's changes (origin.c)

@@ -29,6 +29,9 @@
 #   - with ttl_column on a timestamp key, column + ttl_column is read in
 #     the zone either before or after the addition; where the two readings
 #     disagree about a row's fate the row may go.
+#   - on Citus the model is the same: a distributed table's rows, cap and
+#     windows are the table's (README, Citus), whatever the node holding
+#     a row and its clock's zone.
 #   - ttl_runner() returns the rows deleted, archived or soft-deleted; an
 #     anonymize policy's rows are not in its return value (the docs list
 #     the three actions only), so the model does not check it for them.
@@ -54,6 +57,8 @@ our %ZONES = (
 our @ZONE_NAMES = sort keys %ZONES;
 # whether the server has postgres_fdw, for foreign partitions (set by the test)
 our $HAVE_FDW = 0;
+# whether the extension has ttl_alter_index (1.5 on; set by the test)
+our $HAVE_ALTER = 1;
 
 # day of month of the n-th Sunday (n = -1: the last) of a month (1-12)
 sub sunday
@@ -431,9 +436,9 @@ sub keytext
 
 sub gen_case
 {
-	my ($name, $runner, $server_zone) = @_;
+	my ($name, $runner, $server_zone, $citus) = @_;
 	my $now = Time::HiRes::time();
-	my $c = { name => $name, table => $name, runner => $runner, server_zone => $server_zone, rows => [] };
+	my $c = { name => $name, table => $name, runner => $runner, server_zone => $server_zone, citus => $citus, rows => [] };
 	my @why;
 	$c->{keytype} = pick([qw(timestamptz timestamptz timestamptz timestamp timestamp date integer bigint numeric float8)]);
 	my $kt = $c->{keytype};
@@ -446,7 +451,9 @@ sub gen_case
 		$c->{tz_option} = chance(0.5);
 		$c->{session_zone} = $c->{zone} unless $c->{tz_option};
 	}
-	$c->{action} = pick([qw(delete delete delete delete archive soft_delete anonymize anonymize)]);
+	# (Citus refuses archive on a distributed table: README, Citus)
+	$c->{action} = pick($citus ? [qw(delete delete delete soft_delete anonymize anonymize)]
+		: [qw(delete delete delete delete archive soft_delete anonymize anonymize)]);
 	my $act = $c->{action};
 	$c->{max_rows} = undef;
 	if ($act =~ /delete|archive/ && $act ne 'soft_delete' && chance(0.3))
@@ -464,14 +471,17 @@ sub gen_case
 	$c->{filter} = pick([ 'f', 'f IS TRUE', 'coalesce(f, false)' ]) if !$cap && chance(0.25);
 	$c->{batch_size} = pick([ 7, 50, 500 ]) if chance(0.3);
 	# the shape
-	my @shapes = qw(plain plain plain range_id list_grp hash_id sub inherit);
-	push @shapes, 'foreign' if $HAVE_FDW;
+	# (Citus distributes neither sub-partitions nor inheritance)
+	my @shapes = $citus ? qw(plain plain plain range_id list_grp hash_id) : qw(plain plain plain range_id list_grp hash_id sub inherit);
+	push @shapes, 'foreign' if $HAVE_FDW && !$citus;
 	push @shapes, 'range_key', 'range_key' if $kt eq 'timestamptz';
 	$c->{shape} = pick(\@shapes);
 	$c->{dropped} = chance(0.2);
 	$c->{shuffle} = chance(0.3);
-	$c->{fk} = $c->{shape} eq 'plain' && $act =~ /^(delete|archive)$/ && chance(0.2);
-	if (chance(0.25))
+	$c->{fk} = !$citus && $c->{shape} eq 'plain' && $act =~ /^(delete|archive)$/ && chance(0.2);
+	# on Citus, the table's shards (Citus lays them over both workers)
+	$c->{shards} = pick([ 1, 2, 4, 8 ]) if $citus;
+	if (!$citus && chance(0.25))
 	{
 		$c->{refuse} = pick([qw(P0001 P0001 P0001 23514 42501 mixed)]);
 		$c->{nrefuse} = chance(0.15) ? int(U(1001, 1400)) : int(U(1, 5));
@@ -682,6 +692,7 @@ sub gen_case
 		$sql .= "CREATE TABLE $_ () INHERITS ($t);\n" for @children;
 	}
 	$sql .= "ALTER TABLE $t DROP COLUMN junk;\n" if $c->{dropped};
+	$sql .= "SELECT create_distributed_table('$t', 'id', shard_count => $c->{shards});\n" if $citus;
 	my @ic = qw(id k f hold grp note amount at0 vc dom sd);
 	push @ic, 'rttl' if $c->{ttl_column};
 	my %byt;
@@ -764,7 +775,7 @@ sub gen_case
 		$c->{second_call} = 1;
 		my @o1 = grep { /^unit/ } @opt;
 		my $first = "SELECT ttl_create_index('$t', 'k', " . join(', ', "interval '5 days'", @o1) . ");";
-		if (chance(0.5))
+		if (chance(0.5) && $HAVE_ALTER)
 		{
 			my @a = @opt;
 			if (defined $c->{ttl}) { unshift @a, "expire_after => interval '$c->{ttl} seconds'"; }
@@ -785,7 +796,7 @@ sub gen_case
 		$c->{calls} = [$call];
 	}
 	$c->{create_sql} = $create;
-	$c->{summary} = join(', ', "key $kt" . ($c->{unit} ? " unit $c->{unit}" : '') . ($wall ? " zone $c->{zone}" . ($c->{tz_option} ? ' (option)' : ' (session)') : ''),
+	$c->{summary} = join(', ', ($citus ? "Citus, $c->{shards} shards" : ()), "key $kt" . ($c->{unit} ? " unit $c->{unit}" : '') . ($wall ? " zone $c->{zone}" . ($c->{tz_option} ? ' (option)' : ' (session)') : ''),
 		"shape $sh" . ($c->{dropped} ? ' +dropped column' : '') . ($c->{shuffle} ? ' +column order' : ''),
 		"action $act", 'ttl ' . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),

@@ -28,6 +28,11 @@
  * locks and snapshot last until the caller commits: for bounded
  * transactions leave the work to the worker.
  *
+ * Its batches' full-page images are compressed as a worker's are
+ * (ttl_index.wal_compression, with the same trial: wal.c), the setting made
+ * for the policy's subtransaction only; the caller's commit and every
+ * setting of the session are as they were after the call.
+ *
  * Memory: each batch's allocations go in a context reset after it; the
  * pass lives in a context of its own, deleted with the policy.
  *
@@ -124,6 +129,8 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 	{
 		MemoryContext old = MemoryContextSwitchTo(batchcxt);
 
+		/* full-page images compressed as a worker's (wal.c), until the policy's end */
+		ttl_wal_batch_compress(p, pass, true);
 		if (!careful)
 		{
 			ttl_pass_batch(p, pass, &result);
@@ -174,6 +181,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 		if (result.outcome == TTL_BATCH_NO_INDEX)
 			ttl_pass_no_index_error(p, WARNING);
 		ttl_stats_count_batch(MyDatabaseId, p, &result);
+		ttl_wal_batch_learn(p, pass, result.deleted);
 		total += result.deleted;
 		CommandCounterIncrement();
 		MemoryContextReset(batchcxt);

@@ -697,6 +697,7 @@ extern bool ttl_timeout_killed(void);
  * ----------
  */
 extern void ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass);
+extern void ttl_wal_batch_compress(TtlPolicy *policy, TtlPass *pass, bool in_runner);
 extern void ttl_wal_batch_learn(TtlPolicy *policy, TtlPass *pass, int64 rows);
 extern void ttl_wal_batch_flush(void);
 

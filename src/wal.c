@@ -6,8 +6,11 @@
  *	  compressed.
  *
  * Both are set for the batch's transaction only (GUC_ACTION_LOCAL), in
- * the workers' and helpers' own processes: a session's settings, and
- * ttl_runner() in a session, are never changed.
+ * the workers' and helpers' own processes.  ttl_runner() compresses its
+ * batches' images the same way, each decision set for the policy's
+ * subtransaction only (GUC_ACTION_SAVE: its end puts the caller's value
+ * back, commit or not), and never touches the commit, which is the
+ * caller's: after the call, the session's settings are as they were.
  *
  * The commit.  Deleting expired rows is idempotent: a batch whose commit a
  * crash loses is redone by the next pass, its rows still expired.  So
@@ -94,12 +97,15 @@ ttl_wal_batch_flush(void)
 }
 
 /*
- * ttl_wal_batch_mode
- *		At the start of a worker's or helper's batch, in its transaction:
- *		how the batch's WAL is written.
+ * ttl_wal_batch_compress
+ *		How the full-page images of the batch about to run are compressed:
+ *		wal_compression set for a worker's or helper's batch transaction
+ *		(GUC_ACTION_LOCAL), or, in_runner, for ttl_runner()'s subtransaction
+ *		of the policy (GUC_ACTION_SAVE: its end puts the session's value
+ *		back).
  */
 void
-ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
+ttl_wal_batch_compress(TtlPolicy *policy, TtlPass *pass, bool in_runner)
 {
 	static bool refused = false;
 	TtlWalTrial *w = &pass->wal;
@@ -122,7 +128,9 @@ ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
 			trial = w->decided == 0;
 		}
 		if (set_config_option("wal_compression", method, PGC_SUSET,
-							  PGC_S_SESSION, GUC_ACTION_LOCAL, true, WARNING,
+							  PGC_S_SESSION,
+							  in_runner ? GUC_ACTION_SAVE : GUC_ACTION_LOCAL,
+							  true, WARNING,
 							  false) <= 0)
 		{
 			ereport(WARNING,
@@ -138,7 +146,17 @@ ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
 			w->start_fpi = pgWalUsage.wal_fpi;
 		}
 	}
+}
 
+/*
+ * ttl_wal_batch_mode
+ *		At the start of a worker's or helper's batch, in its transaction:
+ *		how the batch's WAL is written.
+ */
+void
+ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
+{
+	ttl_wal_batch_compress(policy, pass, false);
 	if (ttl_synchronous_commit || policy->action == TTL_ACTION_ARCHIVE ||
 		(SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0'))
 		return;
@@ -150,8 +168,9 @@ ttl_wal_batch_mode(TtlPolicy *policy, TtlPass *pass)
 
 /*
  * ttl_wal_batch_learn
- *		Once a batch committed, having deleted (or archived, or updated)
- *		rows: what its WAL says of compressing the full-page images.
+ *		Once a batch committed (or, in ttl_runner(), ended), having deleted
+ *		(or archived, or updated) rows: what its WAL says of compressing the
+ *		full-page images.
  */
 void
 ttl_wal_batch_learn(TtlPolicy *policy, TtlPass *pass, int64 rows)

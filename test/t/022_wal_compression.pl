@@ -5,7 +5,9 @@
 # wal_compression,
 # as long as a trial (a batch not compressed, then one compressed) shows that
 # compressing shrinks the WAL: on rows that do not compress it stops.
-# "server" leaves them as wal_compression says.  A streaming standby replays
+# "server" leaves them as wal_compression says.  ttl_runner() compresses
+# its own batches' the same way, leaving the session's wal_compression as
+# it was.  A streaming standby replays
 # the compressed WAL.  A method the build lacks is refused, and nothing
 # changes.
 use strict;
@@ -140,12 +142,60 @@ ok((grep { /policy $repeated_id compresses/ } @said), "$method, rows that compre
   or diag(join("\n", @said));
 set('server');
 
+# ttl_runner() compresses its batches' images as the workers do, for its
+# own batches only: a table owner's session, not a superuser, has
+# wal_compression as it was after the call, in its transaction and after
+# it.  (The workers are off: the runner does the drain.)
+$primary->safe_psql('postgres', q{ALTER SYSTEM SET ttl_index.enabled = off});
+$primary->reload;
+TtlIndex::wait_is($primary, 'postgres', 'SHOW ttl_index.enabled', 'off', 'the workers are off');
+$primary->safe_psql('postgres', q{CREATE ROLE walc_owner LOGIN; GRANT CREATE ON SCHEMA public TO walc_owner});
+# runner_drain(table): the WAL ttl_runner() wrote, as walc_owner, and
+# wal_compression in its transaction after the call and after the commit
+# (the tables drained before are vacuumed first: the runner's pass over
+# their dead rows would prune them, and log it)
+sub runner_drain
+{
+	my ($table) = @_;
+	$primary->safe_psql('postgres', qq{
+SET ROLE walc_owner;
+CREATE TABLE $table (ts timestamptz NOT NULL, payload text);
+INSERT INTO $table SELECT now() - interval '1 day', rpad(g::text, 100, '.') FROM generate_series(1, 100000) g;
+CREATE INDEX ON $table (ts);
+SELECT ttl_create_index('$table', 'ts', 60);
+RESET ROLE;
+VACUUM;
+CHECKPOINT;});
+	my $lsn = $primary->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	my $out = $primary->safe_psql('postgres', qq{
+SET ROLE walc_owner;
+BEGIN;
+SELECT ttl_runner();
+SHOW wal_compression;
+COMMIT;
+SHOW wal_compression;});
+	my $wal = $primary->safe_psql('postgres', "SELECT pg_current_wal_lsn() - '$lsn'");
+	return ($wal, $out);
+}
+set('off');
+my ($roff, $roff_out) = runner_drain('t_runner_off');
+is($roff_out, "100000\noff\noff", 'ttl_runner(), ttl_index.wal_compression = off: every row, wal_compression off');
+set($method);
+my ($ron, $ron_out) = runner_drain('t_runner_on');
+is($ron_out, "100000\noff\noff",
+	"ttl_runner(), $method: every row, and the session's wal_compression is off in its transaction and after");
+cmp_ok($ron, '<', 0.7 * $roff, "ttl_runner(), $method: its drain writes less WAL ($ron bytes, $roff without compression)");
+set('server');
+$primary->safe_psql('postgres', q{ALTER SYSTEM RESET ttl_index.enabled});
+$primary->reload;
+
 # the standby replays the compressed full-page images
 my $lsn = $primary->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
 $primary->wait_for_catchup($standby, 'replay', $lsn);
 is($standby->safe_psql('postgres',
 	'SELECT (SELECT count(*) FROM t_off) + (SELECT count(*) FROM t_default) + (SELECT count(*) FROM t_pglz)'
-	  . ' + (SELECT count(*) FROM t_server) + (SELECT count(*) FROM t_random) + (SELECT count(*) FROM t_repeated)'),
+	  . ' + (SELECT count(*) FROM t_server) + (SELECT count(*) FROM t_random) + (SELECT count(*) FROM t_repeated)'
+	  . ' + (SELECT count(*) FROM t_runner_off) + (SELECT count(*) FROM t_runner_on)'),
 	'0', 'the standby replayed every drain: no row left there');
 unlike(slurp_file($standby->logfile), qr/FATAL|PANIC|TRAP:|could not restore image/,
 	'the standby logged no replay failure');

@@ -15,7 +15,8 @@
 #     -9223372036854775808 s) denotes "that many seconds after 1970": an
 #     instant in the past, so it expires under a TTL; under a cap-only
 #     policy (expire_after NULL) nothing expires by age, whatever the key.
-#   - the cap: the newest max_rows rows by key among the non-NULL keys are
+#   - the cap: the newest max_rows rows by key (in the index's order: by
+#     wall-clock value for timestamp and date keys) among the non-NULL keys are
 #     never deleted for the cap, nor rows tied with the max_rows-th newest
 #     key; rows with a NULL key never go.  Rows older than that cut must
 #     be gone once the worker has settled (the count is reported within a
@@ -186,8 +187,14 @@ sub order_key
 	return [ 3, 0 ] if !defined $i;    # NaN (NULL is handled by the caller)
 	return [ 2, 0 ] if $i eq '+inf';
 	return [ 0, 0 ] if $i eq '-inf';
-	# the raw value orders a numeric key exactly; wall-clock keys by instant
-	return [ 1, $c->{keytype} =~ /^(timestamp|date|timestamptz)$/ ? $i : $k + 0 ];
+	# the index's order (expiry-rules.md, Size caps: the cut is read from
+	# the index): the raw value orders a numeric key exactly, a timestamptz
+	# by its instant, and a timestamp or date by its wall-clock value, not
+	# its instant: a key in the hour the clocks skip (02:50, read as 03:50
+	# daylight time) sorts below 03:10 there, though it is a later instant
+	return [ 1, $c->{keytype} eq 'timestamptz' ? $i
+		: $c->{keytype} =~ /^(timestamp|date)$/ ? ($k =~ /BC|^\d{5,}-/ ? $i : parse($k))
+		: $k + 0 ];
 }
 
 # cmp_keys(a, b): the btree order of two order_key()s

@@ -899,8 +899,12 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 	if (ttl_held_skip(pass->held, t->relid, &slot->tts_tid, xmin, now))
 		return false;			/* held back after failing on its own */
 	if (b->cutoff.recheck && !isnull &&
-		!ttl_key_expired(t->keytype, policy->unit_ns, b->zone, key, &b->cutoff))
-		return false;			/* wall-clock key near a change of offset */
+		!ttl_key_expired(t->keytype, policy->unit_ns, b->zone, key, &b->cutoff) &&
+		!(b->cutoff.capped &&
+		  DatumGetBool(FunctionCall2Coll(&b->less, b->irel->rd_indcollation[0],
+										 key, b->cutoff.cap_bound))))
+		return false;			/* wall-clock key near a change of offset,
+								 * not below the cap's bound (cap.c) */
 
 	/* the filter is the owner's code: say which row it failed on */
 	pass->failing_relid = t->relid;

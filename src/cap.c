@@ -468,15 +468,32 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
  *		that bound in the policy's zone).  less is the index's "<" on the
  *		key.  Returns whether the cap moved the cut-off (the caller keeps a
  *		copy of the expiry's own, to tell which rows the cap took).
+ *
+ *		Near a change of the zone's offset the expiry's bound is an upper
+ *		bound whose keys are rechecked by their instant (expiry.c): a key in
+ *		the hour the clocks skip sorts below later wall-clock times that
+ *		are earlier instants.  A cap's bound below it still takes every key
+ *		below the cap's, expired or not; the keys from there up to the
+ *		expiry's bound go if they expired.  Those keys are the cap's too
+ *		(cap_bound), the rest of the cut-off the expiry's.
  */
 bool
 ttl_cap_cutoff(TtlPolicy *policy, TtlPass *pass, Oid keytype, struct pg_tz *zone,
 			   RegProcedure less, Oid collation, TtlCutoff *cutoff)
 {
-	if (!pass->cap_active ||
-		!DatumGetBool(OidFunctionCall2Coll(less, collation, cutoff->bound, pass->cap_bound)))
+	if (!pass->cap_active)
 		return false;
+	if (!DatumGetBool(OidFunctionCall2Coll(less, collation, cutoff->bound, pass->cap_bound)))
+	{
+		/* below the expiry's bound: every key there expired, unless rechecked */
+		if (!cutoff->recheck || cutoff->none)
+			return false;
+		cutoff->capped = true;
+		cutoff->cap_bound = pass->cap_bound;
+		return true;
+	}
 	cutoff->bound = pass->cap_bound;
+	cutoff->cap_bound = pass->cap_bound;
 	cutoff->safe_bound = pass->cap_bound;
 	cutoff->recheck = false;
 	cutoff->none = false;

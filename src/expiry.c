@@ -398,6 +398,7 @@ ttl_cutoff_compute(TtlPolicy *policy, Oid typid, pg_tz *zone, TimestampTz now,
 
 	cutoff->recheck = false;
 	cutoff->capped = false;
+	cutoff->cap_bound = (Datum) 0;
 	cutoff->none = policy->no_expiry;
 	if (policy->no_expiry)
 	{

@@ -724,7 +724,7 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 		TimestampTzGetDatum(cutoff->limit) : cutoff->bound;
 	params->params[2].value = IntervalPGetDatum(span);
 	params->params[3].value = CStringGetTextDatum(ttl_policy_zone_name(policy));
-	params->params[4].value = cutoff->capped ? cutoff->bound : (Datum) 0;
+	params->params[4].value = cutoff->capped ? cutoff->cap_bound : (Datum) 0;
 	for (int i = 0; i < TTL_STATEMENT_NPARAMS; i++)
 	{
 		params->params[i].isnull = i == 4 && !cutoff->capped;

@@ -282,9 +282,12 @@ typedef struct TtlCutoff
 	bool		none;			/* no key has expired (a cap alone): bound
 								 * and safe_bound are the type's least value,
 								 * below which there is no key */
-	bool		capped;			/* the cap moved bound (cap.c): every key
-								 * below it goes, whatever its instant; the
+	bool		capped;			/* the cap takes every key below cap_bound
+								 * (cap.c), whatever its instant; the
 								 * statement compares the key with it */
+	Datum		cap_bound;		/* when capped: bound itself, or, near a
+								 * change of offset, the cap's bound below
+								 * the expiry's (whose keys are rechecked) */
 } TtlCutoff;
 
 extern int64 ttl_unit_parse(const char *unit);

@@ -343,7 +343,9 @@ ttl_pass_hold_target(TtlPass *pass, TtlTarget *failing, int sqlerrcode,
  *		the target's resume point already (batch.c), a row the filter failed
  *		on is stepped over by the target's next scan.  A failure that is not
  *		some rows' holds the table the batch was on instead, when the pass
- *		has others (*held_table: that target).
+ *		has others (*held_table: that target).  failed->skipped_locked is
+ *		left as the locked rows the failed batch stepped over for good (the
+ *		caller counts them), else 0.
  */
 bool
 ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
@@ -354,10 +356,13 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 	TtlTarget  *t = NULL;
 	TtlTarget  *failing = pass->failing_target;
 	MemoryContext old;
+	int64		carried;
 
 	*held_one = false;
 	*held_table = NULL;
 	pass->failing_target = NULL;
+	carried = failed->skipped_locked;
+	failed->skipped_locked = 0;
 	if (!ttl_held_error_row_related(sqlerrcode))
 		return ttl_pass_hold_target(pass, failing, sqlerrcode, now, held_table);
 
@@ -401,6 +406,16 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 	}
 	if (t == NULL)
 		return false;
+
+	/*
+	 * The locked rows its scan stepped over are behind the target's resume
+	 * point with the rest (batch.c): this pass meets them no more, so they
+	 * count as a committed batch's would (failed->skipped_locked, for the
+	 * caller's counters; in the other cases above, the next scan meets them
+	 * again and nothing is carried).
+	 */
+	failed->skipped_locked = carried;
+	pass->pass_skipped_locked += carried;
 
 	if (failed->ntids == 1)
 	{

@@ -158,6 +158,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			{
 				bool		held_one;
 				TtlTarget  *held_table;
+				int64		carried;
 
 				MemoryContextSwitchTo(batchcxt);
 				if (!ttl_pass_isolate(p, pass, &result, edata->sqlerrcode, &held_one,
@@ -171,8 +172,14 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 				if (held_table != NULL || held_one)
 					ttl_runner_report(p, edata, held_one, held, held_table);
 				FreeErrorData(edata);
-				/* rolled back: nothing it did stays, nothing is counted */
+
+				/*
+				 * Rolled back: nothing it did stays, nothing is counted but
+				 * the locked rows it stepped over for good (pass.c)
+				 */
+				carried = result.skipped_locked;
 				memset(&result, 0, sizeof(result));
+				result.skipped_locked = carried;
 				result.outcome = TTL_BATCH_MORE;
 			}
 		}

@@ -439,6 +439,27 @@ ttl_stats_count_locked(Oid dboid, TtlPolicy *policy)
 }
 
 /*
+ * ttl_stats_count_rows_locked
+ *		Count locked rows a batch stepped over before it failed on others,
+ *		which its pass meets no more (pass.c; at once: the worker's only,
+ *		never deferred).
+ */
+void
+ttl_stats_count_rows_locked(Oid dboid, TtlPolicy *policy, int64 rows)
+{
+	TtlStatsEntry *e;
+
+	Assert(!Deferring);
+	e = ttl_stats_entry(dboid, policy->id);
+	if (e == NULL)
+		return;
+	SpinLockAcquire(&e->mutex);
+	e->c.rows_skipped_locked += rows;
+	SpinLockRelease(&e->mutex);
+	LWLockRelease(ttl_shmem_stats_lock());
+}
+
+/*
  * ttl_stats_count_error
  *		Count a failure and remember its SQLSTATE and message (at once: an
  *		error is not work that could roll back).

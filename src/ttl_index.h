@@ -800,6 +800,7 @@ extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows,
 								 int64 left, int64 locked);
 extern void ttl_stats_count_locked(Oid dboid, TtlPolicy *policy);
+extern void ttl_stats_count_rows_locked(Oid dboid, TtlPolicy *policy, int64 rows);
 extern void ttl_stats_set_rates(Oid dboid, TtlPolicy *policy, double expiry_rate,
 								double delete_rate, bool falling_behind);
 extern void ttl_stats_count_error(Oid dboid, TtlPolicy *policy,

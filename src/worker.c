@@ -592,6 +592,10 @@ ttl_worker_failed(TtlSchedEntry *e, TtlBatchResult *result, ErrorData *edata,
 		ttl_pass_isolate(&e->policy, e->pass, result, edata->sqlerrcode, &held_one,
 						 &held_table))
 	{
+		/* the locked rows it stepped over for good (pass.c) */
+		if (result->skipped_locked > 0)
+			ttl_stats_count_rows_locked(MyDatabaseId, &e->policy,
+										result->skipped_locked);
 		if (held_table != NULL)
 		{
 			/* one of its tables held back; the pass goes on with the others */

@@ -15,6 +15,11 @@
 #  4. A table that a forgotten prepared transaction holds locked (LOCK
 #     TABLE ... IN EXCLUSIVE MODE) shows stalled "table locked", and the
 #     log names pg_prepared_xacts; once it is rolled back, the rows go.
+#  5. Locked rows among refused ones, in the same batches: the batch fails
+#     on a refused row after its scan stepped over the locked ones, and its
+#     rows are retried without them.  The locked rows are counted all the
+#     same (rows_locked, rows_skipped_locked), pass after pass: they were
+#     lost with the failed batch (oracle seed 799969772, case o118_2).
 #
 # Every wait is for a state (a row count, a stats column).
 use strict;
@@ -27,7 +32,7 @@ use Test::More;
 use TtlIndex;
 
 my $node = TtlIndex::node('held', 'ttl_index.stalled_after = 1',
-	'ttl_index.error_delay = 1', 'max_prepared_transactions = 2');
+	'ttl_index.error_delay = 1', 'max_prepared_transactions = 3');
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 sql('CREATE EXTENSION ttl_index');
 TtlIndex::wait_worker($node, 'postgres');
@@ -40,6 +45,31 @@ SELECT ttl_create_index('locked_t', 'ts', 60);
 BEGIN;
 LOCK TABLE locked_t IN EXCLUSIVE MODE;
 PREPARE TRANSACTION 'forgotten';
+});
+
+# --- 5 (set up early: its passes run while the others are checked) ----------
+# 1,500 refused rows, more than the held set remembers, so that every pass
+# meets refused rows again; five rows among them locked by a prepared
+# transaction, whose row locks last until it is finished
+sql(q{
+CREATE TABLE hold_mixed (id int PRIMARY KEY);
+INSERT INTO hold_mixed SELECT g FROM generate_series(1, 1500) g;
+CREATE FUNCTION legal_hold_mixed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM public.hold_mixed h WHERE h.id = OLD.id) THEN
+		RAISE EXCEPTION 'row % is on legal hold', OLD.id;
+	END IF;
+	RETURN OLD;
+END $$;
+CREATE TABLE mixed (id int, ts timestamptz NOT NULL);
+CREATE TRIGGER legal_hold BEFORE DELETE ON mixed FOR EACH ROW EXECUTE FUNCTION legal_hold_mixed();
+INSERT INTO mixed SELECT g, now() - interval '3 hours' + g * interval '1 ms' FROM generate_series(1, 1500) g;
+INSERT INTO mixed SELECT 20000 + g, now() - interval '3 hours' + (1200 + g) * interval '1 ms' + interval '500 us'
+  FROM generate_series(1, 5) g;
+BEGIN;
+SELECT id FROM mixed WHERE id > 20000 FOR UPDATE;
+PREPARE TRANSACTION 'rows_locked';
+SELECT ttl_create_index('mixed', 'ts', 60);
 });
 
 # --- 1 and 2: the tables ---------------------------------------------------
@@ -181,5 +211,19 @@ TtlIndex::wait_is($node, 'postgres', 'SELECT count(*) FROM locked_t', '0',
 TtlIndex::wait_until($node, 'postgres',
 	q{SELECT stalled IS NULL FROM ttl_index_stats WHERE table_name = 'locked_t'::regclass},
 	'locked_t: and nothing is stalled');
+
+# --- 5. locked rows among refused ones ---------------------------------------
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT passes >= 3 AND rows_held = 1500 FROM ttl_index_stats WHERE table_name = 'mixed'::regclass},
+	'mixed: three passes over locked rows among refused ones, which are held', 120);
+is(sql(q{SELECT rows_locked || ' ' || (rows_skipped_locked >= 15)
+	       FROM ttl_index_stats WHERE table_name = 'mixed'::regclass}),
+	'5 true', 'mixed: the 5 locked rows are counted in each pass');
+is(sql('SELECT count(*) FROM mixed'), '1505', 'mixed: no row is gone');
+sql(q{ROLLBACK PREPARED 'rows_locked'});
+TtlIndex::wait_is($node, 'postgres',
+	q{SELECT (SELECT count(*) FROM mixed WHERE id > 20000) || ' ' || rows_locked
+	    FROM ttl_index_stats WHERE table_name = 'mixed'::regclass}, '0 0',
+	'mixed: once unlocked, those rows go, and rows_locked falls to 0', 90);
 
 done_testing();

@@ -242,12 +242,19 @@ if [ "$(id -u)" = 0 ] && [ $inner = 0 ]; then
 		portdir=$work/ports
 	fi
 
+	# has_citus V: whether the server of version V has Citus
+	has_citus() {
+		[ -f "$work/v$1/pg_config" ] &&
+			[ -e "$("$(cat "$work/v$1/pg_config")" --pkglibdir)/citus.so" ]
+	}
+
 	# run_version V: the suites of one version, its output in
 	# $work/v$V/out, its time in $work/v$V/time
 	run_version() {
 		local v=$1 t0 vsuites=" $suites "
 		t0=$(date +%s)
-		[ "$v" = "$bench_version" ] || vsuites=${vsuites/ bench / }
+		# the Citus build's (18) bench suite is the Citus scenario's smoke run
+		[ "$v" = "$bench_version" ] || has_citus "$v" || vsuites=${vsuites/ bench / }
 		vsuites=${vsuites# }
 		vsuites=${vsuites% }
 		echo "== PostgreSQL $v: started $(date -u +%H:%M:%S)"
@@ -413,7 +420,21 @@ if has_suite tap; then
 	cp -a tmp_check/log "$logdir/tap" 2>/dev/null || true
 fi
 
-if has_suite bench; then
+if has_suite bench && [ -e "$("$PG_CONFIG" --pkglibdir)/citus.so" ]; then
+	# the Citus scenario at tiny sizes (about 40 s): its harness works
+	echo "== bench (test/bench/citus.sh --smoke)"
+	if TTL_BENCH_BIN=$PGBIN TTL_BENCH_PORT=$((55310 + ${v%%.*} * 3)) \
+		bash "$here/test/bench/citus.sh" --smoke --out "$logdir/bench_citus" > "$logdir/bench_citus.out" 2>&1 &&
+		grep -q 'x the DELETE$' "$logdir/bench_citus.out"; then
+		tail -5 "$logdir/bench_citus.out"
+		echo "ok - bench smoke run (Citus)"
+		passed=$((passed + 1))
+	else
+		cat "$logdir/bench_citus.out"
+		echo "not ok - bench smoke run (Citus)"
+		failed=$((failed + 1))
+	fi
+elif has_suite bench; then
 	# the benchmark suite at tiny sizes (about a minute): checks that the
 	# harness works and its figures are sane, not the performance targets
 	echo "== bench (test/bench/run.sh --smoke)"

@@ -24,6 +24,13 @@
  *	  is what keeps later passes cheap;
  *	- the workers' capacity has room and no database waits (parallel.c).
  *
+ * A ttl_runner() call outside a transaction block leads a job the same way
+ * (pass->runner; parallel.c gives it a slot of its own), after a batch of
+ * its pass, inside its transaction.  The snapshot condition does not apply
+ * to it: its own snapshot is the oldest, and its passes keep no record of
+ * dead entries.  Its helpers' rows are committed as they go, whatever
+ * becomes of the call's transaction; its own are the call's.
+ *
  * The job covers the table in hand from the offered key to the cutoff, and
  * the targets after it in the pass (partitions, Citus shards), up to the
  * first scattered one.  The lead's batches then take slices like any
@@ -59,8 +66,9 @@
 #include "drain.h"
 #include "ttl_index.h"
 
-/* slices per process sharing a backlog */
+/* slices per process sharing a backlog; a ttl_runner() call's job */
 #define TTL_SLICES_PER_PROCESS	4
+#define TTL_RUNNER_SLICES_PER_PROCESS	8
 
 /*
  * The pass's share of a drain.  The lead's job tables are pass->targets
@@ -182,6 +190,8 @@ ttl_drain_wanted(TtlPolicy *policy, TtlPass *pass)
 	if (ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0 ||
 		policy->rate_limit > 0 || ttl_yield_writing())
 		return false;
+	if (pass->runner)
+		return true;
 	horizon = GetOldestNonRemovableTransactionId(NULL);
 	return !TransactionIdIsValid(horizon) ||
 		!TransactionIdPrecedes(horizon, pass->xid_at_start);
@@ -264,9 +274,10 @@ ttl_drain_set_job(TtlPass *pass, int ntables, int64 hi, uint32 job_id)
 
 /*
  * ttl_drain_start
- *		After a batch of the lead's, outside a transaction, when the batch
- *		offered a backlog (ttl_drain_offered): post a job over it up to the
- *		cutoff and start its helpers, or do nothing.
+ *		After a batch of the lead's, outside a transaction (a worker's) or
+ *		between batches (a ttl_runner() call's, which takes a runner slot
+ *		first), when the batch offered a backlog (ttl_drain_offered): post a
+ *		job over it up to the cutoff and start its helpers, or do nothing.
  */
 void
 ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
@@ -283,12 +294,14 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 	TtlJobTarget tables[TTL_MAX_JOB_TARGETS];
 	int			ntables;
 
-	Assert(!IsTransactionState());
+	Assert(!IsTransactionState() || pass->runner);
 	if (d == NULL || d->offer == NULL)
 		return;
 	t = d->offer;
 	d->offer = NULL;
 	if (t->parallel || ttl_drain_active(pass) || !ttl_drain_wanted(policy, pass))
+		return;
+	if (pass->runner && !ttl_parallel_runner_begin())
 		return;
 
 	ttl_cutoff_compute(policy, t->keytype, ttl_policy_zone(policy), pass->now,
@@ -300,8 +313,10 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;
 	ntables = ttl_drain_job_tables(pass, t, tables);
+	/* a call's slices are never halved (slices.c): more, narrower ones */
 	n = ttl_parallel_post(policy->id, t->keytype, pass->now, tables, ntables,
-						  lo, hi, TTL_SLICES_PER_PROCESS * (want + 1), want,
+						  lo, hi, (pass->runner ? TTL_RUNNER_SLICES_PER_PROCESS :
+								   TTL_SLICES_PER_PROCESS) * (want + 1), want,
 						  &slotno, &job_id);
 	if (n <= 0)
 		return;

@@ -2,9 +2,10 @@
  *
  * helper.c
  *	  The helper process: a background worker that a database's worker
- *	  starts to drain one large backlog with it (drain.c says when, and
- *	  owns the slices), claiming slices of the key range and deleting in
- *	  batches of its own, one transaction each.
+ *	  (or a ttl_runner() call, parallel.c) starts to drain one large
+ *	  backlog with it (drain.c says when, and owns the slices), claiming
+ *	  slices of the key range and deleting in batches of its own, one
+ *	  transaction each.
  *
  * A helper stops, giving its slice back to the worker, as soon as the job
  * is over, the settings no longer allow helpers, the application writes
@@ -89,7 +90,7 @@ ttl_helper_load(int32 policy_id, TtlPolicy *policy, MemoryContext cxt)
  *		leave (see the top of the file), or NULL.
  */
 static const char *
-ttl_helper_must_stop(TtlPolicy *policy)
+ttl_helper_must_stop(TtlPolicy *policy, bool runner)
 {
 	const char *phase;
 
@@ -101,7 +102,8 @@ ttl_helper_must_stop(TtlPolicy *policy)
 	}
 	if (ttl_parallel_must_stop())
 		return "the job is over";
-	if (!ttl_enabled || ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0)
+	/* a ttl_runner() call's helpers purge whatever ttl_index.enabled says */
+	if ((!ttl_enabled && !runner) || ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0)
 		return "the settings changed";
 	if (ttl_yield_writing())
 		return "the application is writing";
@@ -207,7 +209,7 @@ ttl_helper_main(Datum main_arg)
 	{
 		int			slice;
 
-		if ((why = ttl_helper_must_stop(&policy)) != NULL)
+		if ((why = ttl_helper_must_stop(&policy, info.runner)) != NULL)
 			break;
 		slice = ttl_drain_claim(pass);
 		if (slice == TTL_CLAIM_BUSY)
@@ -232,7 +234,7 @@ ttl_helper_main(Datum main_arg)
 		{
 			TtlBatchResult result;
 
-			if ((why = ttl_helper_must_stop(&policy)) != NULL)
+			if ((why = ttl_helper_must_stop(&policy, info.runner)) != NULL)
 				break;
 			if (ttl_helper_batch(&policy, pass, &result) < 0)
 			{

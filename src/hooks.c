@@ -111,6 +111,8 @@ ttl_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			/* a ttl_runner() call's shared drain, if one was left */
+			ttl_parallel_runner_end();
 			ttl_writes_at_xact_end(true);
 			ttl_stats_at_xact_end(true);
 			if (WakePending)
@@ -129,6 +131,8 @@ ttl_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			/* a ttl_runner() call that failed: its helpers stop */
+			ttl_parallel_runner_end();
 			PreparingGid[0] = '\0';
 			ttl_writes_at_xact_end(false);
 			ttl_stats_at_xact_end(false);

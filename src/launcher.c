@@ -515,6 +515,8 @@ ttl_launcher_decide(TimestampTz now, TtlStart *starts, Latch **latches,
 
 	ttl_launcher_sort_waiting(cand, ncand);
 
+	/* and the helpers of ttl_runner() calls (parallel.c) */
+	running += ttl_shmem_runner_helpers();
 	room = Max(ttl_shmem_max_workers() - running, 0);
 	for (int k = 0; k < ncand; k++)
 	{

@@ -36,6 +36,15 @@
  * helpers' rows to its pass) or when the lead's pass ends otherwise, which
  * cancels it: the helpers stop after their batch in hand.
  *
+ * A ttl_runner() call outside a transaction block leads a job as a worker
+ * does, from a runner slot of its own (TTL_RUNNER_SLOTS after the
+ * databases' slots, which the launcher never starts a worker for), taken
+ * at its first offer and given back when its policy ends, fails or its
+ * transaction aborts (ttl_parallel_runner_end).  Its helpers are started
+ * whatever ttl_index.enabled says: calling it is an explicit request.  A
+ * runner slot is free when no process leads it and no helper of its last
+ * job is still attached.
+ *
  * Capacity: helpers count against the workers the launcher may run
  * (ttl_shmem_max_workers), and are asked for only while no database waits
  * for a worker; a helper registered but not yet attached is counted as
@@ -72,17 +81,84 @@ static void ttl_parallel_detach(int code, Datum arg);
 #define HELPER_JOB_OK(slot) \
 	((slot)->dboid == HelperDboid && (slot)->job.id == HelperJob)
 
+/* a ttl_runner() call's side: the runner slot it leads from, or -1 */
+static int	RunnerSlotNo = -1;
+
 /*
  * ttl_parallel_lead_slot
- *		The slot of our database when this process is its worker, else
- *		NULL.  Caller holds the slots lock.
+ *		The slot of our database when this process is its worker, or the
+ *		runner slot this process leads from, else NULL.  Caller holds the
+ *		slots lock.
  */
 static TtlDbSlot *
 ttl_parallel_lead_slot(void)
 {
-	TtlDbSlot  *slot = ttl_shmem_slot_find(MyDatabaseId);
+	TtlDbSlot  *slot;
 
+	if (RunnerSlotNo >= 0)
+	{
+		slot = ttl_shmem_slot_any(RunnerSlotNo);
+		Assert(slot->pid == MyProcPid);
+		return slot;
+	}
+	slot = ttl_shmem_slot_find(MyDatabaseId);
 	return slot != NULL && slot->pid == MyProcPid ? slot : NULL;
+}
+
+/*
+ * ttl_parallel_runner_begin
+ *		A ttl_runner() call is about to post a job: the runner slot it leads
+ *		from, taken now if it has none.  Returns false when every runner
+ *		slot is in use (the call drains alone).
+ */
+bool
+ttl_parallel_runner_begin(void)
+{
+	int			nslots;
+
+	if (RunnerSlotNo >= 0)
+		return true;
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	nslots = ttl_shmem_nslots();
+	for (int i = nslots; i < nslots + TTL_RUNNER_SLOTS; i++)
+	{
+		TtlDbSlot  *slot = ttl_shmem_slot_any(i);
+
+		if (slot->pid != 0 || ttl_shmem_helpers_of(slot) > 0)
+			continue;
+		slot->dboid = MyDatabaseId;
+		slot->pid = MyProcPid;
+		slot->latch = MyLatch;
+		slot->job.active = false;
+		RunnerSlotNo = i;
+		break;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return RunnerSlotNo >= 0;
+}
+
+/*
+ * ttl_parallel_runner_end
+ *		A ttl_runner() call's policy ended (or failed, or its transaction
+ *		aborted): its job, if any, is over, the helpers stop after their
+ *		batch in hand, and its runner slot is free once they are gone.
+ *		Nothing to do when it leads none.
+ */
+void
+ttl_parallel_runner_end(void)
+{
+	TtlDbSlot  *slot;
+
+	if (RunnerSlotNo < 0)
+		return;
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
+	slot = ttl_shmem_slot_any(RunnerSlotNo);
+	slot->job.active = false;
+	slot->job.reserved = 0;
+	slot->pid = 0;
+	slot->latch = NULL;
+	LWLockRelease(ttl_shmem_slots_lock());
+	RunnerSlotNo = -1;
 }
 
 /*
@@ -130,6 +206,12 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 		running += ttl_shmem_processes_of(s);
 		if (s->waiting_since != 0)
 			waiting = true;
+	}
+	running += ttl_shmem_runner_helpers();
+	if (RunnerSlotNo >= 0)
+	{
+		*slotno = RunnerSlotNo;
+		posted.runner_lead = MyProcPid;
 	}
 	if (slot != NULL && !slot->job.active && ttl_shmem_helpers_of(slot) == 0 && !waiting)
 		n = Min(Min(want, TTL_MAX_HELPERS), ttl_shmem_max_workers() - running);
@@ -344,10 +426,13 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 	TtlDbSlot  *slot;
 	bool		ok = false;
 
-	if (slotno < 0 || slotno >= ttl_shmem_nslots())
-		return false;
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
-	slot = ttl_shmem_slot(slotno);
+	if (slotno < 0 || slotno >= ttl_shmem_nslots() + TTL_RUNNER_SLOTS)
+	{
+		LWLockRelease(ttl_shmem_slots_lock());
+		return false;
+	}
+	slot = ttl_shmem_slot_any(slotno);
 	if (slot->job.id == job_id && slot->job.reserved > 0)
 	{
 		slot->job.reserved--;
@@ -372,6 +457,7 @@ ttl_parallel_attach(int slotno, uint32 job_id, TtlJobInfo *info)
 		info->policy_id = slot->job.policy_id;
 		info->keytype = slot->job.keytype;
 		info->pass_now = slot->job.pass_now;
+		info->runner = slot->job.runner_lead != 0;
 		HelperSlot = slot;
 		HelperJob = job_id;
 		HelperDboid = slot->dboid;

@@ -28,6 +28,13 @@
  * locks and snapshot last until the caller commits: for bounded
  * transactions leave the work to the worker.
  *
+ * Outside a transaction block it leads a shared drain of a large backlog
+ * as a worker does (drain.c, parallel.c: a runner slot of its own): its
+ * helpers commit their batches as they go, as the table owner, whatever
+ * becomes of the call; in a transaction block it drains alone, so that a
+ * ROLLBACK undoes all of it.  The job ends with the policy's pass, or when
+ * the policy fails or the transaction aborts (hooks.c).
+ *
  * Its batches' full-page images are compressed as a worker's are
  * (ttl_index.wal_compression, with the same trial: wal.c), the setting made
  * for the policy's subtransaction only; the caller's commit and every
@@ -43,6 +50,7 @@
 #include "access/xact.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
@@ -51,9 +59,19 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "drain.h"
 #include "ttl_index.h"
 
 PG_FUNCTION_INFO_V1(ttl_runner);
+
+/*
+ * Whether this call's passes may share a backlog with helpers, as a
+ * worker's do (drain.c): outside a transaction block only, whose caller
+ * could not roll back what the helpers commit, and not in a server without
+ * the library preloaded (no shared memory).  Read when the call starts,
+ * before the policies' subtransactions.
+ */
+static bool RunnerShares = false;
 
 /*
  * ttl_runner_report
@@ -122,6 +140,8 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 	TtlPass    *pass = ttl_pass_begin(p, NULL, held, now, 0, cxt);
 	TtlBatchResult result;
 	int64		total = 0;
+
+	pass->runner = RunnerShares;
 
 	*failed = NULL;
 	*row_failure = false;
@@ -194,7 +214,21 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 		MemoryContextReset(batchcxt);
 		if (result.outcome != TTL_BATCH_MORE || *failed)
 			break;
+		if (!pass->runner)
+			continue;
+		if (ttl_drain_offered(pass))
+			ttl_drain_start(p, pass);
+		else if (ttl_drain_waiting(pass))
+		{
+			/* the helpers hold the last slices: wait for one to end */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 100, ttl_wait_event("waiting for helpers"));
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
+	/* the helpers' rows joined the pass when its job ended (drain.c) */
+	total = Max(total, pass->pass_rows);
 	if (*failed == NULL && result.outcome == TTL_BATCH_DONE)
 		ttl_stats_count_pass(MyDatabaseId, p, pass->pass_rows,
 							 pass->pass_left + ttl_held_count(held),
@@ -272,7 +306,10 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 		 */
 		FreeErrorData(edata);
 		careful = true;
+		/* a shared drain of the failed pass ends with it */
+		ttl_parallel_runner_end();
 	}
+	ttl_parallel_runner_end();
 	MemoryContextDelete(policycxt);
 	return total;
 }
@@ -304,6 +341,7 @@ ttl_runner(PG_FUNCTION_ARGS)
 	policies = ttl_load_policies(CurrentMemoryContext);
 	/* in a transaction block, SET CONSTRAINTS is the caller's (batch.c) */
 	ttl_batch_set_constraints_immediate(!IsTransactionBlock());
+	RunnerShares = ttl_shmem_ready() && IsUnderPostmaster && !IsTransactionBlock();
 	ttl_stats_defer(true);
 	foreach(lc, policies)
 	{

@@ -104,11 +104,17 @@ static TtlDbSlot *MySlot = NULL;
 
 static void ttl_slot_detach(int code, Datum arg);
 
+/*
+ * The slots: one per database (ttl_index.max_databases), then
+ * TTL_RUNNER_SLOTS for ttl_runner() calls that lead a shared drain
+ * (parallel.c), which the launcher never looks at but counts the helpers
+ * of.
+ */
 static Size
 ttl_shared_size(void)
 {
 	return add_size(offsetof(TtlShared, slots),
-					mul_size(ttl_max_databases, sizeof(TtlDbSlot)));
+					mul_size(ttl_max_databases + TTL_RUNNER_SLOTS, sizeof(TtlDbSlot)));
 }
 
 /*
@@ -281,6 +287,35 @@ ttl_shmem_slot(int i)
 }
 
 /*
+ * ttl_shmem_slot_any
+ *		Slot i among the databases' and then the runners' slots (a helper's
+ *		slot number).  The caller holds the slots lock.
+ */
+TtlDbSlot *
+ttl_shmem_slot_any(int i)
+{
+	Assert(LWLockHeldByMe(SlotsLock));
+	Assert(i >= 0 && i < Shared->nslots + TTL_RUNNER_SLOTS);
+	return &Shared->slots[i];
+}
+
+/*
+ * ttl_shmem_runner_helpers
+ *		The helpers that ttl_runner() calls run or have asked for: they take
+ *		worker slots too.  The caller holds the slots lock.
+ */
+int
+ttl_shmem_runner_helpers(void)
+{
+	int			n = 0;
+
+	Assert(LWLockHeldByMe(SlotsLock));
+	for (int i = 0; i < TTL_RUNNER_SLOTS; i++)
+		n += ttl_shmem_helpers_of(&Shared->slots[Shared->nslots + i]);
+	return n;
+}
+
+/*
  * ttl_shmem_slot_find
  *		The slot of a database, or NULL.  The caller holds the slots lock.
  */
@@ -388,6 +423,7 @@ ttl_shmem_processes(void)
 		if (OidIsValid(slot->dboid))
 			n += ttl_shmem_processes_of(slot);
 	}
+	n += ttl_shmem_runner_helpers();
 	LWLockRelease(SlotsLock);
 	return n;
 }

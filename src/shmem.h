@@ -62,6 +62,9 @@ typedef struct TtlJob
 	/* TTL_BATCH_MORE while a table is worked on, else why it was given up */
 	uint8		outcomes[TTL_MAX_JOB_TARGETS];
 	TtlSlice	slices[TTL_MAX_SLICES];
+	pid_t		runner_lead;	/* the ttl_runner() call that leads it, or 0
+								 * (a worker): its slices are never halved,
+								 * nor does it halve others' (slices.c) */
 	int			reserved;		/* helpers registered, not yet attached */
 	pid_t		helpers[TTL_MAX_HELPERS];	/* attached, 0 = free */
 	int64		helper_rows;	/* deleted by the helpers, committed */
@@ -166,6 +169,8 @@ extern LWLock *ttl_shmem_slots_lock(void);
 extern int	ttl_shmem_nslots(void);
 extern TtlDbSlot *ttl_shmem_slot(int i);
 extern TtlDbSlot *ttl_shmem_slot_find(Oid dboid);
+extern TtlDbSlot *ttl_shmem_slot_any(int i);
+extern int	ttl_shmem_runner_helpers(void);
 extern int	ttl_shmem_take_probe_requests(Oid *dboids);
 extern void ttl_shmem_launcher_detach(void);
 extern int	ttl_shmem_max_workers(void);

@@ -126,8 +126,14 @@ ttl_slices_cut(TtlJob *job, const TtlJobTarget *tables, int ntables,
  *		upper half becoming a slice of who's (in an unused or done entry).
  *		A slice from an index's start cannot be halved before its first
  *		batch says where it stands, nor one of a table given up (it would be
- *		given up again, piece by piece).  Returns its number, or -1 when no
- *		slice is wide enough or no entry is left.
+ *		given up again, piece by piece).  In a job a ttl_runner() call leads,
+ *		no slice of the call's is halved and the call halves none: its
+ *		deletes stay uncommitted until the call ends, and a batch reaching
+ *		past a halved slice's new end would meet the other's rows, wait for
+ *		them until its lock_timeout and fail, while the rows it had taken
+ *		(and the other had stepped over as locked) stay for the next pass,
+ *		which a call does not make.  Returns its number, or -1 when no slice
+ *		is wide enough or no entry is left.
  */
 static int
 ttl_slices_steal(TtlJob *job, pid_t who)
@@ -136,11 +142,14 @@ ttl_slices_steal(TtlJob *job, pid_t who)
 	uint64		best = 1;
 	int			entry = -1;
 
+	if (job->runner_lead != 0 && who == job->runner_lead)
+		return -1;
 	for (int i = 0; i < TTL_MAX_SLICES; i++)
 	{
 		TtlSlice   *sl = &job->slices[i];
 
 		if (sl->state == TTL_SLICE_TAKEN && sl->taken_by != who &&
+			(job->runner_lead == 0 || sl->taken_by != job->runner_lead) &&
 			!sl->from_start && job->outcomes[sl->target] == TTL_BATCH_MORE &&
 			sl->hi > sl->cur && (uint64) sl->hi - (uint64) sl->cur > best)
 		{

@@ -582,6 +582,8 @@ typedef struct TtlPass
 								 * the next batch, so a failed one leaks
 								 * nothing into the pass */
 	TimestampTz now;			/* the cutoff is computed from it */
+	bool		runner;			/* a ttl_runner() call's, that may lead a
+								 * shared drain (drain.c) */
 	uint32		writes_at_start;	/* the policy's table's write counter */
 	bool		listed;			/* targets listed (at the first batch) */
 	struct TtlPass *previous;	/* until listed: the pass before */
@@ -623,6 +625,7 @@ typedef struct TtlJobInfo
 	TimestampTz pass_now;
 	Oid			keytype;		/* of the shared key */
 	int			helper_index;	/* this helper's place among its worker's */
+	bool		runner;			/* its lead is a ttl_runner() call */
 } TtlJobInfo;
 
 typedef struct TtlBatchResult
@@ -911,6 +914,8 @@ extern void ttl_slot_forget_death(int32 policy_id);
 extern void ttl_shmem_wake_database(Oid dboid);
 /* helpers one worker may run at once (ttl_index.max_parallel_workers) */
 #define TTL_MAX_HELPERS		8
+/* ttl_runner() calls that may lead a shared drain at once (parallel.c) */
+#define TTL_RUNNER_SLOTS	4
 /* slices a shared backlog is cut into, at most (parallel.c) */
 #define TTL_MAX_SLICES		48
 
@@ -1018,6 +1023,8 @@ extern int	ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 							  int64 lo, int64 hi, int nslices, int want,
 							  int *slotno, uint32 *job_id);
 extern void ttl_parallel_unreserve(void);
+extern bool ttl_parallel_runner_begin(void);
+extern void ttl_parallel_runner_end(void);
 extern int	ttl_parallel_claim(TtlClaim *claim);
 extern void ttl_parallel_give_up(int i, int outcome);
 extern int	ttl_parallel_finished(uint32 handled, int *outcome);

@@ -190,8 +190,12 @@ ttl_drain_wanted(TtlPolicy *policy, TtlPass *pass)
 	if (ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0 ||
 		policy->rate_limit > 0 || ttl_yield_writing())
 		return false;
+	/*
+	 * A call's pass that dropped a partition holds the parent's lock until
+	 * the call ends: its helpers could lock none of the tables.
+	 */
 	if (pass->runner)
-		return true;
+		return !pass->dropped;
 	horizon = GetOldestNonRemovableTransactionId(NULL);
 	return !TransactionIdIsValid(horizon) ||
 		!TransactionIdPrecedes(horizon, pass->xid_at_start);
@@ -493,7 +497,18 @@ ttl_drain_lead_next(TtlPass *pass, bool *wait)
 		d->handled |= (uint32) 1 << i;
 		t->parallel = false;
 		t->have_stop = false;
-		if (outcome == TTL_BATCH_LOCKED)
+		if (outcome == TTL_BATCH_LOCKED && pass->runner)
+		{
+			/*
+			 * A call's helpers found it locked, maybe by the call's own
+			 * transaction (a lock its caller took): the call, which
+			 * makes one pass only, walks it whole itself.
+			 */
+			t->have_resume = false;
+			d->walk = t;
+			return t;
+		}
+		else if (outcome == TTL_BATCH_LOCKED)
 			pass->skipped_locked = true;
 		else if (outcome == TTL_BATCH_NO_INDEX)
 			pass->missing_index = true;

@@ -107,6 +107,9 @@ ttl_helper_must_stop(TtlPolicy *policy, bool runner)
 		return "the settings changed";
 	if (ttl_yield_writing())
 		return "the application is writing";
+	/* a call's helpers take no worker a database waits for (parallel.c) */
+	if (runner && ttl_parallel_database_waits())
+		return "a database waits for a worker";
 	if (ttl_replicas_hold(&phase))
 		return phase;
 	return NULL;

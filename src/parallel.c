@@ -83,6 +83,8 @@ static void ttl_parallel_detach(int code, Datum arg);
 
 /* a ttl_runner() call's side: the runner slot it leads from, or -1 */
 static int	RunnerSlotNo = -1;
+/* and the rows its helpers deleted in the jobs it ended, not yet taken */
+static int64 RunnerHelperRows = 0;
 
 /*
  * ttl_parallel_lead_slot
@@ -153,12 +155,49 @@ ttl_parallel_runner_end(void)
 		return;
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);
 	slot = ttl_shmem_slot_any(RunnerSlotNo);
+	if (slot->job.active)
+		RunnerHelperRows += slot->job.helper_rows;
 	slot->job.active = false;
 	slot->job.reserved = 0;
 	slot->pid = 0;
 	slot->latch = NULL;
 	LWLockRelease(ttl_shmem_slots_lock());
 	RunnerSlotNo = -1;
+}
+
+/*
+ * ttl_parallel_runner_rows
+ *		For a ttl_runner() call: the rows its helpers deleted (committed) in
+ *		the jobs ended since the last call of this, however they ended.
+ */
+int64
+ttl_parallel_runner_rows(void)
+{
+	int64		rows = RunnerHelperRows;
+
+	RunnerHelperRows = 0;
+	return rows;
+}
+
+/*
+ * ttl_parallel_database_waits
+ *		For a ttl_runner() call's helpers: whether a database waits for a
+ *		worker, to which they give way.
+ */
+bool
+ttl_parallel_database_waits(void)
+{
+	bool		waits = false;
+
+	LWLockAcquire(ttl_shmem_slots_lock(), LW_SHARED);
+	for (int i = 0; i < ttl_shmem_nslots() && !waits; i++)
+	{
+		TtlDbSlot  *s = ttl_shmem_slot(i);
+
+		waits = OidIsValid(s->dboid) && s->waiting_since != 0;
+	}
+	LWLockRelease(ttl_shmem_slots_lock());
+	return waits;
 }
 
 /*
@@ -407,6 +446,8 @@ ttl_parallel_end(uint32 job_id, int64 *left, int64 *skipped)
 		slot->job.active = false;
 		slot->job.reserved = 0;
 		rows = slot->job.helper_rows;
+		if (RunnerSlotNo >= 0)
+			RunnerHelperRows += rows;
 		*left = slot->job.helper_left;
 		*skipped = slot->job.helper_skipped;
 	}

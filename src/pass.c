@@ -238,6 +238,7 @@ ttl_pass_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			result->elapsed_ms = INSTR_TIME_GET_MILLISEC(elapsed);
 			if (result->partitions_dropped > 0)
 			{
+				pass->dropped = true;
 				result->outcome = TTL_BATCH_MORE;
 				pass->pass_batches++;
 				return;

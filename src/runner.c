@@ -67,7 +67,9 @@ PG_FUNCTION_INFO_V1(ttl_runner);
 /*
  * Whether this call's passes may share a backlog with helpers, as a
  * worker's do (drain.c): outside a transaction block only, whose caller
- * could not roll back what the helpers commit, and not in a server without
+ * could not roll back what the helpers commit; not once the transaction
+ * has written (an XID), which may have changed a policy the helpers, in
+ * transactions of their own, would read as it was; not in a server without
  * the library preloaded (no shared memory).  Read when the call starts,
  * before the policies' subtransactions.
  */
@@ -227,8 +229,7 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
-	/* the helpers' rows joined the pass when its job ended (drain.c) */
-	total = Max(total, pass->pass_rows);
+
 	if (*failed == NULL && result.outcome == TTL_BATCH_DONE)
 		ttl_stats_count_pass(MyDatabaseId, p, pass->pass_rows,
 							 pass->pass_left + ttl_held_count(held),
@@ -291,7 +292,11 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 			break;
 		total = 0;
 		if (ttl_error_is_cancel(edata->sqlerrcode))
+		{
+			/* its helpers stop, whoever catches the cancel */
+			ttl_parallel_runner_end();
 			ReThrowError(edata);
+		}
 		/* a lock not free at once: left for a later pass, as the worker does */
 		if (careful || edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		{
@@ -311,7 +316,8 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 	}
 	ttl_parallel_runner_end();
 	MemoryContextDelete(policycxt);
-	return total;
+	/* and the rows its helpers committed, whatever became of its passes */
+	return total + ttl_parallel_runner_rows();
 }
 
 /*
@@ -341,7 +347,8 @@ ttl_runner(PG_FUNCTION_ARGS)
 	policies = ttl_load_policies(CurrentMemoryContext);
 	/* in a transaction block, SET CONSTRAINTS is the caller's (batch.c) */
 	ttl_batch_set_constraints_immediate(!IsTransactionBlock());
-	RunnerShares = ttl_shmem_ready() && IsUnderPostmaster && !IsTransactionBlock();
+	RunnerShares = ttl_shmem_ready() && IsUnderPostmaster && !IsTransactionBlock() &&
+		!TransactionIdIsValid(GetTopTransactionIdIfAny());
 	ttl_stats_defer(true);
 	foreach(lc, policies)
 	{

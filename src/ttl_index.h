@@ -584,6 +584,7 @@ typedef struct TtlPass
 	TimestampTz now;			/* the cutoff is computed from it */
 	bool		runner;			/* a ttl_runner() call's, that may lead a
 								 * shared drain (drain.c) */
+	bool		dropped;		/* it dropped a partition (its lock kept) */
 	uint32		writes_at_start;	/* the policy's table's write counter */
 	bool		listed;			/* targets listed (at the first batch) */
 	struct TtlPass *previous;	/* until listed: the pass before */
@@ -1025,6 +1026,8 @@ extern int	ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 extern void ttl_parallel_unreserve(void);
 extern bool ttl_parallel_runner_begin(void);
 extern void ttl_parallel_runner_end(void);
+extern int64 ttl_parallel_runner_rows(void);
+extern bool ttl_parallel_database_waits(void);
 extern int	ttl_parallel_claim(TtlClaim *claim);
 extern void ttl_parallel_give_up(int i, int outcome);
 extern int	ttl_parallel_finished(uint32 handled, int *outcome);

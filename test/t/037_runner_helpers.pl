@@ -16,6 +16,11 @@
 # 4. Cancelled while its helpers run: the call fails, its helpers leave
 #    after their batch in hand, and the next call leads helpers again (its
 #    runner slot was given back) and drains what is left.
+# 5. Locks the call holds, which its helpers cannot take: a partition it
+#    dropped (the parent's ACCESS EXCLUSIVE lock, kept until it ends), a
+#    LOCK TABLE of its caller's (a procedure).  Every expired row goes all
+#    the same: the first shares nothing, the second's helpers give the
+#    table up and the call walks it whole (they left 15/16 of the rows).
 use strict;
 use warnings;
 use FindBin;
@@ -147,5 +152,36 @@ TtlIndex::wait_until($node, 'postgres',
 	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'ttl_index helper'},
 	'the helpers have left');
 cmp_ok(helper_rows($from), '>', 0, 'and it led a helper again: its runner slot was given back');
+
+# --- 5. locks the call holds ------------------------------------------------------
+sql(q{
+CREATE TABLE parts (id int, ts timestamptz NOT NULL, payload text DEFAULT repeat('x', 40))
+  PARTITION BY RANGE (ts);
+CREATE TABLE parts_old PARTITION OF parts FOR VALUES FROM ('2000-01-01') TO ('2001-01-01');
+CREATE TABLE parts_now PARTITION OF parts FOR VALUES FROM ('2001-01-01') TO ('infinity');
+INSERT INTO parts (id, ts) SELECT g, timestamptz '2000-06-01' + g * interval '1 s' FROM generate_series(1, 1000) g;
+SELECT ttl_create_index('parts', 'ts', 3600);
+});
+backlog('parts', 200000);
+$from = -s $node->logfile;
+is(sql('SELECT ttl_runner()'), '200000',
+	'a call that drops a partition deletes the other\'s backlog (the dropped rows are not counted)');
+is(sql(q{SELECT count(*) FILTER (WHERE ts < now() - interval '1 hour') || ' ' || count(*) FROM parts}),
+	'0 1000', 'every expired row is gone');
+is(sql(q{SELECT count(*) FROM pg_class WHERE relname = 'parts_old'}), '0', 'the old partition was dropped');
+is(helper_rows($from), 0, 'no helper: it could lock none of the tables');
+
+sql(q{
+TRUNCATE big;
+CREATE PROCEDURE locked_run(INOUT n bigint) LANGUAGE plpgsql AS $$
+BEGIN
+	LOCK TABLE big IN SHARE ROW EXCLUSIVE MODE;
+	n := ttl_runner();
+END $$;
+});
+backlog('big', 300000);
+is(sql('CALL locked_run(NULL)'), '300000',
+	'a call under its caller\'s LOCK TABLE deletes the backlog');
+is(sql(q{SELECT count(*) FROM big}), '1000', 'only the live rows stay');
 
 done_testing();

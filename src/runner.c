@@ -230,6 +230,9 @@ ttl_runner_pass(TtlPolicy *p, TimestampTz now, bool careful,
 		}
 	}
 
+	/* its lock on the partitioned table lasts until the call ends */
+	if (pass->dropped)
+		RunnerShares = false;
 	if (*failed == NULL && result.outcome == TTL_BATCH_DONE)
 		ttl_stats_count_pass(MyDatabaseId, p, pass->pass_rows,
 							 pass->pass_left + ttl_held_count(held),
@@ -256,6 +259,9 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 	volatile bool careful = false;
 	ErrorData  *failed = NULL;
 	bool		row_failure = false;
+
+	/* a count left by a call cancelled before it read it is not ours */
+	(void) ttl_parallel_runner_rows();
 
 	for (int attempt = 0; attempt < 2; attempt++)
 	{
@@ -316,7 +322,11 @@ ttl_runner_policy(TtlPolicy *p, TimestampTz now)
 	}
 	ttl_parallel_runner_end();
 	MemoryContextDelete(policycxt);
-	/* and the rows its helpers committed, whatever became of its passes */
+	/*
+	 * and the rows its helpers committed, whatever became of its passes
+	 * (but for a helper's batch in flight when a job was cancelled, which
+	 * ttl_index_stats counts)
+	 */
 	return total + ttl_parallel_runner_rows();
 }
 

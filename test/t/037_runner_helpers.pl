@@ -137,7 +137,6 @@ sql("SELECT pg_cancel_backend($pid)");
 TtlIndex::wait_until($node, 'postgres',
 	"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid AND state = 'active'",
 	'the call ends');
-$bg->quit;
 like(slurp_file($node->logfile, $from), qr/canceling statement due to user request/,
 	'the call was cancelled');
 TtlIndex::wait_until($node, 'postgres',
@@ -146,7 +145,12 @@ TtlIndex::wait_until($node, 'postgres',
 my $left = sql(q{SELECT count(*) FROM big WHERE ts < now() - interval '1 hour'});
 cmp_ok($left, '<', 1000000, "the helpers' committed rows stay deleted ($left left)");
 $from = -s $node->logfile;
-is(sql('SELECT ttl_runner()'), $left, 'the next call deletes what is left');
+# in the cancelled call's session, as a pooled connection would be
+my $again = $bg->query('SELECT ttl_runner()');
+$again =~ s/\s+$//;
+is($again, $left,
+	'the next call in the same session deletes what is left, and says so (no count of the cancelled call\'s)');
+$bg->quit;
 is(sql(q{SELECT count(*) FROM big}), '1000', 'only the live rows stay');
 TtlIndex::wait_until($node, 'postgres',
 	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'ttl_index helper'},

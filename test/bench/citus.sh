@@ -20,8 +20,9 @@
 #     200 ms and reads only the log written since: a poll that counted the
 #     table would take the nodes' CPU from the drain.
 # The two alternate, --runs times each (default 3); the medians and their
-# ratio are printed, with each node's rows, its passes and how long after
-# the expiry its first pass began (where the time goes).  --set adds a
+# ratio are printed, with each node's rows, its passes, its batches (the
+# worker's and its helpers' transactions) and how long after the expiry its
+# first pass began (where the time goes).  --set adds a
 # server setting on every node (repeatable).  --smoke: 20,000 rows over 4
 # shards, one run: checks that the harness works (the test command runs it
 # on the Citus build), not the figure.  --out DIR keeps the runs' table and
@@ -207,7 +208,8 @@ SQL
 		f=$(head -1 <<<"$lines")
 		fs=$(calc "$(epoch_of "$(awk '{print $1 " " $2}' <<<"$f")") - $(grep -o 'in [0-9]* ms' <<<"$f" | awk '{print $2}') / 1000 - $T")
 		nr=$(grep -o "$pat" <<<"$lines" | awk '{n += $3} END {print n + 0}')
-		per="$per${per:+ }n$i:${nr}rows/$(wc -l <<<"$lines")passes/start+${fs}s"
+		nb=$(q "${ports[$i]}" "SELECT coalesce(sum(batches), 0) FROM ttl_index_policy_stats()")
+		per="$per${per:+ }n$i:${nr}rows/$(wc -l <<<"$lines")passes/${nb}batches/start+${fs}s"
 	done
 	s=$(calc "$last - $T")
 	printf '%d\tttl_index\t%s\t%.0f\t%s\n' "$r" "$s" "$(calc "$rows / $s")" "$per" >> "$base/runs.tsv"

@@ -98,7 +98,19 @@ $node->safe_psql('pub', 'INSERT INTO s VALUES (101)');
 TtlIndex::wait_is($node, 'sub', 'SELECT count(*) FROM s', '101', 'and applies later changes');
 unlike(slurp_file($node->logfile), qr/could not find free replication state/,
 	'no replication worker went without a state');
-$node->safe_psql('sub', 'DROP SUBSCRIPTION sub');
+# the slot is dropped apart: DROP SUBSCRIPTION would drop it through a
+# walsender of this same cluster, whose start can wait for the lock on
+# pg_subscription that DROP SUBSCRIPTION holds (a backend rebuilding its
+# catalog caches reads it), and neither would ever go on (seen once on 16)
+$node->safe_psql('sub', q{
+ALTER SUBSCRIPTION sub DISABLE;
+ALTER SUBSCRIPTION sub SET (slot_name = NONE);
+DROP SUBSCRIPTION sub;
+});
+TtlIndex::wait_until($node, 'pub',
+	q{SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'subslot' AND NOT active},
+	'the subscription\'s slot is free');
+$node->safe_psql('pub', q{SELECT pg_drop_replication_slot('subslot')});
 
 # a plain session can set an origin up too (a state is free)
 $node->safe_psql('postgres', q{

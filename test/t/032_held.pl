@@ -48,21 +48,22 @@ PREPARE TRANSACTION 'forgotten';
 });
 
 # --- 5 (set up early: its passes run while the others are checked) ----------
-# 1,500 refused rows, more than the held set remembers, so that every pass
-# meets refused rows again; five rows among them locked by a prepared
-# transaction, whose row locks last until it is finished
+# 1,500 refused rows (the legal hold of sections 1 and 2, made here), more
+# than the held set remembers, so that every pass meets refused rows
+# again; five rows among them locked by a prepared transaction, whose row
+# locks last until it is finished
 sql(q{
-CREATE TABLE hold_mixed (id int PRIMARY KEY);
-INSERT INTO hold_mixed SELECT g FROM generate_series(1, 1500) g;
-CREATE FUNCTION legal_hold_mixed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE TABLE hold_list (id int PRIMARY KEY);
+CREATE FUNCTION legal_hold() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF EXISTS (SELECT FROM public.hold_mixed h WHERE h.id = OLD.id) THEN
+	IF EXISTS (SELECT FROM public.hold_list h WHERE h.id = OLD.id) THEN
 		RAISE EXCEPTION 'row % is on legal hold', OLD.id;
 	END IF;
 	RETURN OLD;
 END $$;
+INSERT INTO hold_list SELECT g FROM generate_series(1, 1500) g;
 CREATE TABLE mixed (id int, ts timestamptz NOT NULL);
-CREATE TRIGGER legal_hold BEFORE DELETE ON mixed FOR EACH ROW EXECUTE FUNCTION legal_hold_mixed();
+CREATE TRIGGER legal_hold BEFORE DELETE ON mixed FOR EACH ROW EXECUTE FUNCTION legal_hold();
 INSERT INTO mixed SELECT g, now() - interval '3 hours' + g * interval '1 ms' FROM generate_series(1, 1500) g;
 INSERT INTO mixed SELECT 20000 + g, now() - interval '3 hours' + (1200 + g) * interval '1 ms' + interval '500 us'
   FROM generate_series(1, 5) g;
@@ -74,17 +75,7 @@ SELECT ttl_create_index('mixed', 'ts', 60);
 
 # --- 1 and 2: the tables ---------------------------------------------------
 sql(q{
-CREATE TABLE hold_list (id int PRIMARY KEY);
-CREATE FUNCTION legal_hold() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	IF EXISTS (SELECT FROM public.hold_list h WHERE h.id = OLD.id) THEN
-		RAISE EXCEPTION 'row % is on legal hold', OLD.id;
-	END IF;
-	RETURN OLD;
-END $$;
-INSERT INTO hold_list SELECT g FROM generate_series(1, 1500) g;
-
--- refused by a trigger that raises
+-- refused by a trigger that raises (legal_hold, made for section 5)
 CREATE TABLE refused (id int, ts timestamptz NOT NULL);
 CREATE TRIGGER legal_hold BEFORE DELETE ON refused FOR EACH ROW EXECUTE FUNCTION legal_hold();
 INSERT INTO refused SELECT g, now() - interval '3 hours' + g * interval '1 ms' FROM generate_series(1, 1500) g;

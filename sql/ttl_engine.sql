@@ -26,6 +26,9 @@ CREATE FUNCTION ttl_test.engine_end() RETURNS void
 CREATE FUNCTION ttl_test.slices(lo bigint, hi bigint, nslices int, ntables int,
 	steps text[]) RETURNS TABLE (step text, result bigint, slices text)
 	AS 'ttl_index', 'ttl_test_slices' LANGUAGE C STRICT;
+CREATE FUNCTION ttl_test.slices(lo bigint, hi bigint, nslices int, ntables int,
+	steps text[], top bigint) RETURNS TABLE (step text, result bigint, slices text)
+	AS 'ttl_index', 'ttl_test_slices' LANGUAGE C STRICT;
 
 -- Only a superuser drives the engine, even when granted the function.
 CREATE ROLE ttl_e_other;
@@ -146,6 +149,14 @@ SELECT * FROM ttl_test.slices(0, 100, 2, 1, ARRAY['claim 101', 'back 0 1']);
 -- a job too narrow to share is not cut
 SELECT * FROM ttl_test.slices(0, 1, 4, 1, '{}');
 SELECT * FROM ttl_test.slices(10, 10, 4, 2, '{}');
+-- The first table's keys end below 100 of a job up to 1000 (a backlog far
+-- older than the cutoff): its four slices are cut over [0, 100), the last
+-- reaching on to 1000, so that each holds a quarter of its rows; the
+-- second table's slice still reaches 1000.  A top past hi is hi; a top at
+-- or below lo leaves nothing to share.
+SELECT * FROM ttl_test.slices(0, 1000, 4, 2, '{}', 100);
+SELECT * FROM ttl_test.slices(0, 1000, 4, 1, '{}', 5000);
+SELECT * FROM ttl_test.slices(50, 1000, 4, 1, '{}', 50);
 
 -- Purge windows at any instant (window.c): the days a zone skips or
 -- repeats an hour, without waiting for them

@@ -1389,6 +1389,44 @@ ttl_batch_adapt(TtlBatch *b, TtlBatchResult *result, int64 rows)
 }
 
 /*
+ * ttl_batch_top_key
+ *		The key of the target index's last entry below the expiry's cutoff,
+ *		read backwards from it: one descent of the btree, no heap tuple, an
+ *		entry dead or alive.  Where the expired keys end, for cutting a
+ *		shared drain's slices over the keys the table holds (drain.c).
+ *		Returns false when there is none.  By value keys only.
+ */
+static bool
+ttl_batch_top_key(TtlBatch *b, Datum *key)
+{
+	TtlTarget  *t = b->target;
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	bool		found = false;
+
+	Assert(t->keybyval);
+	ScanKeyInit(&skey, 1, BTLessStrategyNumber,
+				ttl_btree_proc(b->irel, t->keytype, BTLessStrategyNumber),
+				b->expiry.bound);
+	scan = ttl_index_beginscan(b->rel, b->irel, GetActiveSnapshot(), 1, 0);
+	scan->xs_want_itup = true;
+	index_rescan(scan, &skey, 1, NULL, 0);
+	if (index_getnext_tid(scan, BackwardScanDirection) != NULL)
+	{
+		bool		isnull;
+		Datum		d = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+
+		if (!isnull)
+		{
+			*key = d;
+			found = true;
+		}
+	}
+	index_endscan(scan);
+	return found;
+}
+
+/*
  * ttl_batch_one
  *		One batch on one target: a retried group of rows if it has one, else
  *		the scan.
@@ -1469,6 +1507,11 @@ ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 		t->sweep_end = RelationGetNumberOfBlocks(b.rel);
 		ttl_skip_forget(t);
 	}
+
+	/* where the expired keys end, when the caller asks (drain.c) */
+	if (result->want_top && end.have_last && outcome == TTL_BATCH_MORE &&
+		t->keybyval && !b.expiry.none)
+		result->have_top = ttl_batch_top_key(&b, &result->top_key);
 
 	/* the last key read, for the caller until the next batch (drain.c) */
 	if (end.have_last && outcome == TTL_BATCH_MORE)

@@ -33,7 +33,14 @@
  *
  * The job covers the table in hand from the offered key to the cutoff, and
  * the targets after it in the pass (partitions, Citus shards), up to the
- * first scattered one.  The lead's batches then take slices like any
+ * first scattered one.  The offering batch also read where the table's
+ * expired keys end (its index's last entry below the cutoff): the slices
+ * of that table are cut over the keys it holds, not over the time up to
+ * the cutoff, and the last one reaches on to the cutoff.  A backlog
+ * loaded or left two days ago, a few minutes wide, cut up to the cutoff
+ * put every row in the lead's first slice; a worker's helpers then split
+ * it by halving, one at a time, and a ttl_runner() call's, whose slices
+ * are never halved, found all theirs empty.  The lead's batches then take slices like any
  * helper's (ttl_drain_lead_batch); a table whose slices are all done is
  * ended by one batch of the lead's from the job's end, which reads when its
  * next row expires.  The job ends when every slice is done (the helpers'
@@ -79,6 +86,8 @@ typedef struct TtlDrain
 	/* the lead's offer, made by the pass's last batch */
 	TtlTarget  *offer;
 	Datum		offer_from;		/* from this key on (by value) */
+	bool		offer_have_top;
+	Datum		offer_top;		/* its last expired key (by value) */
 	bool		waiting;		/* the last batch found every slice taken */
 	/* the job: 0 when none is active */
 	uint32		job_id;
@@ -147,13 +156,27 @@ ttl_drain_offer(TtlPass *pass, TtlTarget *t, TtlBatchResult *result)
 {
 	TtlDrain   *d;
 
-	if (!result->have_last || !t->keybyval || t->parallel || t->have_stop ||
-		t->sweep || result->deleted <= 0 || ttl_drain_active(pass) ||
-		pass->pass_batches < (t->scattered && t->ttl_attnum == 0 ? 2 : 1))
+	if (!result->have_last || result->deleted <= 0 || !ttl_drain_may_offer(pass, t))
 		return;
 	d = ttl_drain_state(pass);
 	d->offer = t;
 	d->offer_from = result->last_key;
+	d->offer_have_top = result->have_top;
+	d->offer_top = result->top_key;
+}
+
+/*
+ * ttl_drain_may_offer
+ *		Whether a batch on target t that stops short of the cutoff would
+ *		offer it: the engine then also reads where its expired keys end
+ *		(batch.c), which an offer cuts the slices by.
+ */
+bool
+ttl_drain_may_offer(TtlPass *pass, TtlTarget *t)
+{
+	return t->keybyval && !t->parallel && !t->have_stop && !t->sweep &&
+		ttl_max_parallel_workers > 0 && !ttl_drain_active(pass) &&
+		pass->pass_batches >= (t->scattered && t->ttl_attnum == 0 ? 2 : 1);
 }
 
 /*
@@ -291,6 +314,7 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 	TtlCutoff	cutoff;
 	int64		lo;
 	int64		hi;
+	int64		top;
 	int			want = Min(ttl_max_parallel_workers, TTL_MAX_HELPERS);
 	int			n;
 	int			slotno = -1;
@@ -316,10 +340,17 @@ ttl_drain_start(TtlPolicy *policy, TtlPass *pass)
 	if (!ttl_key_ordinal(t->keytype, d->offer_from, &lo) ||
 		!ttl_key_ordinal(t->keytype, cutoff.bound, &hi))
 		return;
+	/* the slices of the table in hand over the keys it holds (above) */
+	top = hi;
+	if (d->offer_have_top && ttl_key_ordinal(t->keytype, d->offer_top, &top) &&
+		top < hi)
+		top++;
+	else
+		top = hi;
 	ntables = ttl_drain_job_tables(pass, t, tables);
 	/* a call's slices are never halved (slices.c): more, narrower ones */
 	n = ttl_parallel_post(policy->id, t->keytype, pass->now, tables, ntables,
-						  lo, hi, (pass->runner ? TTL_RUNNER_SLICES_PER_PROCESS :
+						  lo, top, hi, (pass->runner ? TTL_RUNNER_SLICES_PER_PROCESS :
 								   TTL_SLICES_PER_PROCESS) * (want + 1), want,
 						  &slotno, &job_id);
 	if (n <= 0)

@@ -15,6 +15,7 @@
 /* the lead */
 extern bool ttl_drain_active(TtlPass *pass);
 extern void ttl_drain_batch_begin(TtlPass *pass);
+extern bool ttl_drain_may_offer(TtlPass *pass, TtlTarget *t);
 extern void ttl_drain_offer(TtlPass *pass, TtlTarget *t, TtlBatchResult *result);
 extern bool ttl_drain_offered(TtlPass *pass);
 extern bool ttl_drain_waiting(TtlPass *pass);

@@ -411,10 +411,11 @@ ttl_test_slices_step(TtlJob *job, const char *step)
 
 /*
  * ttl_test_slices(lo bigint, hi bigint, nslices int, ntables int,
- *				   steps text[]) returns setof (step text, result bigint,
- *				   slices text)
- *		Cut a job of ntables tables over [lo, hi) into nslices slices, as
- *		the lead posts one (parallel.c), then run the steps (see
+ *				   steps text[] [, top bigint]) returns setof (step text,
+ *				   result bigint, slices text)
+ *		Cut a job of ntables tables over [lo, hi), the first table's keys
+ *		ending below top (hi when not given), into nslices slices, as the
+ *		lead posts one (parallel.c), then run the steps (see
  *		ttl_test_slices_step) on it: a row for the cut and for each step,
  *		with the slices as they stand after it.
  */
@@ -427,6 +428,7 @@ ttl_test_slices(PG_FUNCTION_ARGS)
 	int32		nslices = PG_GETARG_INT32(2);
 	int32		ntables = PG_GETARG_INT32(3);
 	ArrayType  *steps = PG_GETARG_ARRAYTYPE_P(4);
+	int64		top = PG_NARGS() > 5 ? PG_GETARG_INT64(5) : hi;
 	TtlJobTarget tables[TTL_MAX_JOB_TARGETS];
 	TtlJob	   *job;
 	Datum	   *elems;
@@ -449,7 +451,7 @@ ttl_test_slices(PG_FUNCTION_ARGS)
 	memset(tables, 0, sizeof(tables));
 	job->active = true;
 	values[0] = CStringGetTextDatum("cut");
-	values[1] = Int64GetDatum(ttl_slices_cut(job, tables, ntables, lo, hi, nslices));
+	values[1] = Int64GetDatum(ttl_slices_cut(job, tables, ntables, lo, top, hi, nslices));
 	values[2] = PointerGetDatum(ttl_test_slices_text(job));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 

@@ -203,8 +203,9 @@ ttl_parallel_database_waits(void)
 /*
  * ttl_parallel_post
  *		The lead posts a job over the tables of its pass (tables[0], the one
- *		in hand, over the ordinals [lo, hi), cut into nslices slices; each
- *		other one slice from its index's start up to hi), for policy_id, and
+ *		in hand, over the ordinals [lo, hi), cut into nslices slices over
+ *		the keys it holds, below top; each other one slice from its index's
+ *		start up to hi: ttl_slices_cut), for policy_id, and
  *		reserves up to `want` helpers, as many as the workers' capacity
  *		allows while no database waits for a worker.  Returns how many it
  *		reserved (the caller registers that many, and gives back those it
@@ -214,7 +215,7 @@ ttl_parallel_database_waits(void)
 int
 ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 				  const TtlJobTarget *tables, int ntables,
-				  int64 lo, int64 hi, int nslices, int want,
+				  int64 lo, int64 top, int64 hi, int nslices, int want,
 				  int *slotno, uint32 *job_id)
 {
 	TtlDbSlot  *slot;
@@ -229,7 +230,7 @@ ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 	posted.policy_id = policy_id;
 	posted.keytype = keytype;
 	posted.pass_now = pass_now;
-	if (ttl_slices_cut(&posted, tables, ntables, lo, hi, nslices) == 0)
+	if (ttl_slices_cut(&posted, tables, ntables, lo, top, hi, nslices) == 0)
 		return 0;
 
 	LWLockAcquire(ttl_shmem_slots_lock(), LW_EXCLUSIVE);

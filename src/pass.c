@@ -277,6 +277,8 @@ ttl_pass_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			pass->current++;
 			continue;
 		}
+		/* where its expired keys end, if it may be offered (drain.c) */
+		result->want_top = ttl_drain_may_offer(pass, t);
 		outcome = ttl_batch_run(policy, pass, t, result);
 		if (outcome == TTL_BATCH_MORE)
 		{

@@ -179,7 +179,7 @@ extern int	ttl_shmem_processes_of(TtlDbSlot *slot);
 
 /* a job's slices, on the job given (slices.c) */
 extern int	ttl_slices_cut(TtlJob *job, const TtlJobTarget *tables, int ntables,
-						   int64 lo, int64 hi, int nslices);
+						   int64 lo, int64 top, int64 hi, int nslices);
 extern int	ttl_slices_claim(TtlJob *job, pid_t who, TtlClaim *claim);
 extern bool ttl_slices_end(TtlJob *job, int i, pid_t who, int64 *hi);
 extern bool ttl_slices_progress(TtlJob *job, int i, pid_t who, bool have_cur,

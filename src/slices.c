@@ -70,23 +70,26 @@ ttl_slices_check(TtlJob *job)
 /*
  * ttl_slices_cut
  *		Set up job's slices: tables[0] (the table in hand) over the ordinals
- *		[lo, hi), cut into nslices slices of equal width, each other table
- *		one slice from its index's start up to hi.  Returns how many slices
- *		the first table got (nslices, less when the range is narrower), 0
- *		when there is nothing worth sharing.  Leaves the rest of the job
- *		alone.
+ *		[lo, hi), its keys ending below top (lo < top <= hi), cut into
+ *		nslices slices of equal width over [lo, top), the last reaching on
+ *		to hi; each other table one slice from its index's start up to hi.
+ *		Returns how many slices the first table got (nslices, less when the
+ *		range is narrower), 0 when there is nothing worth sharing.  Leaves
+ *		the rest of the job alone.
  */
 int
 ttl_slices_cut(TtlJob *job, const TtlJobTarget *tables, int ntables,
-			   int64 lo, int64 hi, int nslices)
+			   int64 lo, int64 top, int64 hi, int nslices)
 {
 	uint64		width;
 	int			k = 0;
 
-	if (hi <= lo || ntables < 1 || nslices < 1)
+	if (top > hi)
+		top = hi;
+	if (top <= lo || ntables < 1 || nslices < 1)
 		return 0;
 	ntables = Min(ntables, TTL_MAX_JOB_TARGETS);
-	width = (uint64) hi - (uint64) lo;
+	width = (uint64) top - (uint64) lo;
 	/* room for the other tables' slices, and as many again to halve */
 	nslices = (int) Min((uint64) Min(nslices, TTL_MAX_SLICES / 2 - (ntables - 1)),
 						width);

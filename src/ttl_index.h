@@ -653,6 +653,14 @@ typedef struct TtlBatchResult
 	/* the last key the last engine batch read, until the next (batch.c) */
 	bool		have_last;
 	Datum		last_key;
+	/*
+	 * Asked by the caller (want_top), for a batch that may offer its target
+	 * to a shared drain (drain.c): the key of the index's last entry below
+	 * the expiry's cutoff, where the expired keys end (by value).
+	 */
+	bool		want_top;
+	bool		have_top;
+	Datum		top_key;
 } TtlBatchResult;
 
 /* a pass (pass.c); its engine is batch.h's, its shared drain drain.h's */
@@ -1021,7 +1029,7 @@ extern PGDLLEXPORT void ttl_worker_main(Datum main_arg);
 
 extern int	ttl_parallel_post(int32 policy_id, Oid keytype, TimestampTz pass_now,
 							  const TtlJobTarget *tables, int ntables,
-							  int64 lo, int64 hi, int nslices, int want,
+							  int64 lo, int64 top, int64 hi, int nslices, int want,
 							  int *slotno, uint32 *job_id);
 extern void ttl_parallel_unreserve(void);
 extern bool ttl_parallel_runner_begin(void);

@@ -21,6 +21,12 @@
 #    LOCK TABLE of its caller's (a procedure).  Every expired row goes all
 #    the same: the first shares nothing, the second's helpers give the
 #    table up and the call walks it whole (they left 15/16 of the rows).
+# 6. A backlog two days old and five minutes wide (a bulk load, or rows
+#    left while the purge was off): the job's slices are cut over the keys
+#    the table holds, not over the two days up to the cutoff, so a helper
+#    finds rows in its slices (cut up to the cutoff, every row was in the
+#    call's first slice, which no helper may halve, and the helper found
+#    all of its own empty).
 use strict;
 use warnings;
 use FindBin;
@@ -187,5 +193,22 @@ backlog('big', 300000);
 is(sql('CALL locked_run(NULL)'), '300000',
 	'a call under its caller\'s LOCK TABLE deletes the backlog');
 is(sql(q{SELECT count(*) FROM big}), '1000', 'only the live rows stay');
+
+# --- 6. an old, narrow backlog ----------------------------------------------------
+sql(q{
+TRUNCATE big;
+INSERT INTO big (id, ts) SELECT g, now() - interval '2 days' + g * interval '1 ms'
+  FROM generate_series(1, 300000) g;
+INSERT INTO big (id, ts) SELECT 300000 + g, now() + interval '1 day' FROM generate_series(1, 1000) g;
+VACUUM ANALYZE big;
+});
+$from = -s $node->logfile;
+is(sql('SELECT ttl_runner()'), '300000', 'an old, narrow backlog: every row deleted');
+is(sql(q{SELECT count(*) FROM big}), '1000', 'only the live rows stay');
+TtlIndex::wait_until($node, 'postgres',
+	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'ttl_index helper'},
+	'the helpers have left');
+$h = helper_rows($from);
+cmp_ok($h, '>', 0, "a helper found rows in its slices ($h)");
 
 done_testing();

@@ -61,8 +61,11 @@ DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.
 	sql/ttl_index--1.2--1.3.sql sql/ttl_index--1.3--1.4.sql sql/ttl_index--1.4--1.5.sql
 PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 
-# pg_regress: sql/*.sql against expected/*.out, on a server without the
-# library preloaded (PGXS runs them in the database contrib_regression)
+# the install and upgrade scripts are in sql/; the tests under test/:
+# pg_regress runs test/sql/*.sql against test/expected/*.out, on a server
+# without the library preloaded (PGXS runs them in the database
+# contrib_regression)
+REGRESS_OPTS = --inputdir=$(srcdir)/test
 REGRESS = ttl_index ttl_alter ttl_expiry_rules ttl_windows_caps ttl_anonymize ttl_edges ttl_migrate ttl_tenants ttl_engine ttl_caps_edges ttl_views_owner_code ttl_held_runner ttl_anonymize_checks ttl_ofix_extreme
 
 # isolation specs and their expected output live under test/isolation

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/bench/citus.sh [--release] [--smoke] [--out DIR] [--rows N] [--runs N] [--shards N] [--set "NAME = VALUE"]...:
+# test/bench/citus.sh [--release] [--smoke] [--distinct] [--out DIR] [--rows N] [--runs N] [--shards N] [--set "NAME = VALUE"]...:
 # a distributed table's backlog on three local Citus nodes (a coordinator
 # that holds no shards and two workers), drained by ttl_index beside the
 # distributed DELETE of the same rows, timed as a user sees them: from the
@@ -23,7 +23,14 @@
 # ratio are printed, with each node's rows, its passes, its batches (the
 # worker's and its helpers' transactions) and how long after the expiry its
 # first pass began (where the time goes).  --set adds a
-# server setting on every node (repeatable).  --smoke: 20,000 rows over 4
+# server setting on every node (repeatable).  --distinct: every expired
+# row has a key of its own, one microsecond apart (the rows expire over
+# N microseconds, a second for a million: a btree of distinct keys is
+# larger than one of 1,000 repeated ones, which deduplication shrinks), and
+# the clock starts when the last of them expires; the policy is created at
+# that instant, not before, so that the workers do not start on the first
+# rows while the others have not expired yet (the time counts the workers'
+# wake-up by the new policy).  --smoke: 20,000 rows over 4
 # shards, one run: checks that the harness works (the test command runs it
 # on the Citus build), not the figure.  --out DIR keeps the runs' table and
 # the nodes' server logs there.
@@ -46,12 +53,14 @@ lead=5
 extra=()
 release=
 smoke=
+distinct=
 out=
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 		--release) release=release ;;
 		--smoke) smoke=1 ;;
+		--distinct) distinct=1 ;;
 		--out) out=${2:?--out needs a directory}; shift ;;
 		--rows) rows=${2:?--rows needs a number}; shift ;;
 		--runs) runs=${2:?--runs needs a number}; shift ;;
@@ -79,6 +88,11 @@ if [ "$(id -u)" = 0 ]; then
 		make -s -C "$here" clean >/dev/null
 	fi
 	id postgres >/dev/null 2>&1 || useradd -m postgres
+	# the nodes' logs are copied there by the postgres user
+	if [ -n "$out" ]; then
+		mkdir -p "$out"
+		chown postgres "$out"
+	fi
 	work=$(mktemp -d /tmp/ttl_citus_bench.XXXXXX)
 	cp "$0" "$work/citus.sh"
 	chown -R postgres "$work"
@@ -131,10 +145,18 @@ q "$c" "SELECT citus_add_node('$base', ${ports[1]})" >/dev/null
 q "$c" "SELECT citus_add_node('$base', ${ports[2]})" >/dev/null
 q "$c" 'CREATE EXTENSION ttl_index'
 
-# The expired rows' keys are within one millisecond of base; the TTL is
-# chosen, when a run starts, so that the last of them expires $lead
-# seconds later, at the instant the run is timed from.
+# The expired rows' keys are within one millisecond of base (1,000 keys),
+# or with --distinct one microsecond apart; the TTL is chosen, when a run
+# starts, so that the last of them expires $lead seconds later, at the
+# instant the run is timed from.
 base_ts="timestamptz '2020-01-01 00:00:00+00'"
+if [ -n "$distinct" ]; then
+	key_of_g="$base_ts + (g - 1) * interval '1 microsecond'"
+	last_key="$base_ts + $((rows - 1)) * interval '1 microsecond'"
+else
+	key_of_g="$base_ts + (g % 1000) * interval '1 microsecond'"
+	last_key="$base_ts + interval '999 microseconds'"
+fi
 # load: the table afresh, expired rows and live ones, analyzed, checkpointed
 load()
 {
@@ -142,7 +164,7 @@ load()
 	q "$c" "CREATE TABLE events (id bigint, created_at timestamptz NOT NULL, payload text)"
 	q "$c" "SELECT create_distributed_table('events', 'id', shard_count => $shards)" >/dev/null
 	q "$c" "CREATE INDEX events_created_at ON events (created_at)"
-	q "$c" "INSERT INTO events SELECT g, $base_ts + (g % 1000) * interval '1 microsecond',
+	q "$c" "INSERT INTO events SELECT g, $key_of_g,
 		repeat('x', 40) FROM generate_series(1, $rows) g"
 	q "$c" "INSERT INTO events SELECT g, $base_ts + interval '100 years', repeat('x', 40)
 		FROM generate_series($rows + 1, $rows + 1000) g"
@@ -153,7 +175,7 @@ load()
 # seconds) and the TTL in seconds that makes them expire then
 expiry()
 {
-	q "$c" "SELECT e, extract(epoch FROM to_timestamp(e) - ($base_ts + interval '999 microseconds'))
+	q "$c" "SELECT e, extract(epoch FROM to_timestamp(e) - ($last_key))
 		FROM (SELECT round(extract(epoch FROM clock_timestamp()) + $lead, 3) AS e) x" | tr '|' ' '
 }
 expired="SELECT count(*) FROM events WHERE created_at < $base_ts + interval '1 year'"
@@ -182,7 +204,17 @@ SQL
 	declare -a from
 	for i in 0 1 2; do from[$i]=$(stat -c %s "$base/n$i.log"); done
 	read -r T ttl < <(expiry)
-	id=$(q "$c" "SELECT ttl_create_index('events', 'created_at', make_interval(secs => $ttl))")
+	if [ -n "$distinct" ]; then
+		# made at the instant the last row expires (server side, as the
+		# DELETE is started)
+		id=$("$bin/psql" -X -q -h "$base" -p "$c" -d postgres -v ON_ERROR_STOP=1 -At <<SQL | tail -1
+SELECT pg_sleep(greatest(0, $T - extract(epoch FROM clock_timestamp())));
+SELECT ttl_create_index('events', 'created_at', make_interval(secs => $ttl));
+SQL
+		)
+	else
+		id=$(q "$c" "SELECT ttl_create_index('events', 'created_at', make_interval(secs => $ttl))")
+	fi
 	pat="ttl_index: deleted [0-9]* rows from public\.events in [0-9]* ms"
 	n=0
 	for w in $(seq 1 3000); do
@@ -230,5 +262,5 @@ printf 'ttl_index, expiry to gone:    %.3f s (median of %d), %.0f rows/s: %.2fx 
 	"$t" "$runs" "$(calc "$rows / $t")" "$(calc "$d / $t")"
 asserts="assertions on"
 "$bin/pg_config" --configure | grep -q enable-cassert || asserts="no assertions"
-echo "$rows rows over $shards shards on 2 worker nodes (the coordinator holds none)"
+echo "$rows rows over $shards shards on 2 worker nodes (the coordinator holds none), $([ -n "$distinct" ] && echo "every key distinct, the policy created at the expiry" || echo "1,000 distinct keys, the policy created $lead s before the expiry")"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), PostgreSQL $("$bin/pg_config" --version | cut -d' ' -f2) ($asserts), Citus $(q "$c" "SELECT extversion FROM pg_extension WHERE extname = 'citus'")"

@@ -10,51 +10,51 @@
 
 MODULE_big = ttl_index
 OBJS = \
-	src/alter.o \
-	src/api.o \
-	src/backlog.o \
-	src/batch.o \
-	src/cap.o \
-	src/catalog.o \
-	src/citus.o \
-	src/citus_follow.o \
-	src/citus_nodes.o \
-	src/drain.o \
-	src/engine_test.o \
 	src/errors.o \
-	src/expiry.o \
-	src/extension.o \
-	src/filter.o \
-	src/held.o \
-	src/helper.o \
-	src/hooks.o \
-	src/import.o \
-	src/keepup.o \
-	src/launcher.o \
-	src/origin.o \
-	src/owner.o \
-	src/parallel.o \
-	src/partition.o \
-	src/pass.o \
-	src/probe.o \
-	src/replicas.o \
-	src/runner.o \
-	src/set.o \
 	src/settings.o \
-	src/shmem.o \
-	src/skip.o \
-	src/slices.o \
-	src/statement.o \
-	src/stats.o \
-	src/targets.o \
-	src/timeout.o \
 	src/ttl_index.o \
-	src/views.o \
-	src/wal.o \
-	src/window.o \
-	src/worker.o \
-	src/writes.o \
-	src/yield.o
+	src/api/alter.o \
+	src/api/api.o \
+	src/api/engine_test.o \
+	src/api/import.o \
+	src/api/runner.o \
+	src/api/views.o \
+	src/bgw/helper.o \
+	src/bgw/hooks.o \
+	src/bgw/launcher.o \
+	src/bgw/worker.o \
+	src/citus/citus.o \
+	src/citus/citus_follow.o \
+	src/citus/citus_nodes.o \
+	src/engine/backlog.o \
+	src/engine/batch.o \
+	src/engine/cap.o \
+	src/engine/drain.o \
+	src/engine/held.o \
+	src/engine/origin.o \
+	src/engine/partition.o \
+	src/engine/pass.o \
+	src/engine/probe.o \
+	src/engine/skip.o \
+	src/engine/timeout.o \
+	src/engine/wal.o \
+	src/env/extension.o \
+	src/env/owner.o \
+	src/policy/catalog.o \
+	src/policy/expiry.o \
+	src/policy/filter.o \
+	src/policy/set.o \
+	src/policy/statement.o \
+	src/policy/targets.o \
+	src/policy/window.o \
+	src/shared/keepup.o \
+	src/shared/parallel.o \
+	src/shared/replicas.o \
+	src/shared/shmem.o \
+	src/shared/slices.o \
+	src/shared/stats.o \
+	src/shared/writes.o \
+	src/shared/yield.o
 
 EXTENSION = ttl_index
 DATA = sql/ttl_index--1.0.sql sql/ttl_index--1.0--1.1.sql sql/ttl_index--1.1--1.2.sql \
@@ -88,7 +88,7 @@ include $(PGXS)
 # Every object depends on the project's headers: a server built without
 # --enable-depend tracks no header dependencies, and an object left with an
 # old layout of a shared struct corrupts shared memory.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 
 # PGXS runs the TAP tests as part of installcheck; this target runs them alone
 .PHONY: prove_installcheck

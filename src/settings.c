@@ -279,3 +279,28 @@ ttl_settings_define(bool preload)
 
 	MarkGUCPrefixReserved("ttl_index");
 }
+
+/*
+ * The settings whose server-wide value the owner's code starts from (step
+ * 1 of owner.c): those that change what SQL means or prints.  The
+ * launcher publishes their values (shmem.c).  Here, at the bottom, for
+ * both.
+ */
+const char *const ttl_server_setting_names[] = {
+	"search_path",
+	"TimeZone",
+	"DateStyle",
+	"IntervalStyle",
+	"extra_float_digits",
+	"standard_conforming_strings",
+	"bytea_output",
+	"lc_monetary",
+	"lc_numeric",
+	"lc_time",
+	"default_text_search_config",
+	"array_nulls",
+	"backslash_quote",
+	"xmlbinary",
+	"xmloption"
+};
+const int	ttl_server_setting_count = lengthof(ttl_server_setting_names);

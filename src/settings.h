@@ -63,4 +63,8 @@ extern bool ttl_preloaded;
 
 extern void ttl_settings_define(bool preload);
 
+/* the settings whose server-wide values the launcher publishes (settings.c) */
+extern const char *const ttl_server_setting_names[];
+extern const int ttl_server_setting_count;
+
 #endif							/* TTL_SETTINGS_H */

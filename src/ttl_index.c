@@ -25,6 +25,13 @@
 
 #include "compat.h"
 #include "ttl_index.h"
+#include "api/api.h"
+#include "bgw/bgw.h"
+#include "engine/engine.h"
+#include "policy/policy.h"
+#include "citus/citus.h"
+#include "env/env.h"
+#include "shared/shared.h"
 
 TTL_MODULE_MAGIC;
 

@@ -3,34 +3,87 @@
 # test/layers.pl [SRCDIR]: checks the layout of docs/design.md on the C
 # files: which file calls which (a call of a function, or a use of a
 # variable, that another file defines), that no call goes up a floor,
-# and that no file calls back into a file that calls it, directly or
-# through others.  Prints the offending calls with the functions that
-# make them; exits 1 if there are any.
+# that no file calls back into a file that calls it, directly or through
+# others, that each file is in its floor's folder, and that no file or
+# header includes a header of a folder above its own.  Prints the
+# offending calls and includes; exits 1 if there are any.
 #
-# The floors are those of docs/design.md, top first; a file missing from
-# them is an error, so a new file must be given its floor here and there.
+# The floors are those of docs/design.md, top first, each in a folder of
+# src/ ('' is src/ itself: the module's load at the top, the settings and
+# errors at the bottom).  A file missing from them is an error, so a new
+# file must be given its floor here and there.
 use strict;
 use warnings;
 
 my $src = shift // 'src';
 my @floors = (
-	[qw(ttl_index.c)],
-	[qw(api.c alter.c views.c runner.c import.c engine_test.c)],
-	[qw(launcher.c worker.c helper.c hooks.c)],
-	[qw(pass.c)],
-	[qw(drain.c)],
-	[qw(batch.c cap.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c)],
-	[qw(targets.c statement.c filter.c set.c window.c owner.c expiry.c catalog.c citus.c citus_follow.c citus_nodes.c)],
-	[qw(extension.c)],
-	[qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c)],
-	[qw(settings.c errors.c slices.c)],
+	[ '', qw(ttl_index.c) ],
+	[ 'api', qw(api.c alter.c views.c runner.c import.c engine_test.c) ],
+	[ 'bgw', qw(launcher.c worker.c helper.c hooks.c) ],
+	[ 'engine', qw(pass.c) ],
+	[ 'engine', qw(drain.c) ],
+	[ 'engine', qw(batch.c cap.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c) ],
+	[ 'policy', qw(targets.c statement.c filter.c set.c window.c expiry.c catalog.c) ],
+	[ 'citus', qw(citus.c citus_follow.c citus_nodes.c) ],
+	[ 'env', qw(owner.c extension.c) ],
+	[ 'shared', qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c) ],
+	[ 'shared', qw(slices.c) ],
+	[ '', qw(settings.c errors.c) ],
 );
-my %floor;
-for my $i (0 .. $#floors) { $floor{$_} = $i for @{ $floors[$i] }; }
+my (%floor, %home);
+for my $i (0 .. $#floors)
+{
+	my ($dir, @files) = @{ $floors[$i] };
+	for (@files) { $floor{$_} = $i; $home{$_} = $dir; }
+}
+# a folder's rank: top first; src/'s own headers are the bottom's
+my @folders = qw(api bgw engine policy citus env shared);
+my %rank = map { $folders[$_] => $_ + 1 } 0 .. $#folders;
+$rank{''} = @folders + 1;
+
+# the files: path relative to src/, and the folder each is in
+my (%path, %dir);
+for my $p (glob("$src/*.c $src/*/*.c $src/*.h $src/*/*.h"))
+{
+	(my $rel = $p) =~ s{^\Q$src\E/}{};
+	my ($d, $f) = $rel =~ m{^(?:(\w+)/)?([^/]+)$};
+	$path{$f} = $rel;
+	$dir{$f} = $d // '';
+}
+
+my @errors;
+
+# each file in its floor's folder
+for my $f (sort keys %path)
+{
+	next unless $f =~ /\.c$/ && defined $home{$f};
+	push @errors, "$path{$f} is not in its floor's folder src/$home{$f}"
+	  unless $dir{$f} eq $home{$f};
+}
+
+# includes: no file or header includes a header of a folder above its own
+# (ttl_index.c, the top, includes them all)
+for my $f (sort keys %path)
+{
+	next if $f eq 'ttl_index.c';
+	open(my $fh, '<', "$src/$path{$f}") or die "$src/$path{$f}: $!";
+	while (my $line = <$fh>)
+	{
+		next unless $line =~ /^\s*#\s*include\s+"([^"]+)"/;
+		my $inc = $1;
+		my ($d) = $inc =~ m{^(\w+)/};
+		$d //= $dir{$f} if -e "$src/$dir{$f}/$inc" && $dir{$f} ne '';
+		$d //= '';
+		next unless defined $rank{$d};
+		push @errors, "$path{$f} includes $inc, a header of a folder above its own"
+		  if $rank{$d} < $rank{ $dir{$f} };
+	}
+	close($fh);
+}
 
 # each file's text without comments and string literals
 my %text;
-for my $path (glob("$src/*.c"))
+for my $path (glob("$src/*.c $src/*/*.c"))
 {
 	(my $file = $path) =~ s{.*/}{};
 	open(my $fh, '<', $path) or die "$path: $!";
@@ -58,6 +111,11 @@ for my $file (keys %text)
 	{
 		$defined_in{$1} //= $file;
 	}
+	# ... and those with an initializer in braces, over several lines
+	while ($text{$file} =~ /^(?!static\b|extern\b|typedef\b|return\b)[A-Za-z_][\w *]*?[\s*]+(\w+)(?:\[[^\]\n]*\])?\s*=\s*\{\s*$/mg)
+	{
+		$defined_in{$1} //= $file;
+	}
 }
 
 my %calls;						# $calls{a}{b} = [functions]
@@ -71,7 +129,6 @@ for my $file (keys %text)
 	}
 }
 
-my @errors;
 for my $file (sort keys %text)
 {
 	push @errors, "$file has no floor in test/layers.pl (and docs/design.md)"

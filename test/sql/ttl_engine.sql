@@ -1,6 +1,6 @@
 --
 -- ttl_engine: the batch engine and a shared drain's slices, driven step by
--- step (src/engine_test.c), so that what the timing-dependent TAP tests
+-- step (src/api/engine_test.c), so that what the timing-dependent TAP tests
 -- reach only by chance is checked batch by batch: the resume position
 -- inside a run of one key, a slice's bounds, the known-dead prefix, and
 -- the claims and steals of a shared drain.  Batches here are bounded by

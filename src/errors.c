@@ -2,15 +2,18 @@
  *
  * errors.c
  *	  Handling the errors user code and batches raise: catching one in an
- *	  internal subtransaction (ttl_error_catch_subxact), telling a cancel
- *	  or shutdown that must reach the caller (ttl_error_is_cancel), and
- *	  logging a batch's error as autovacuum logs a failed table
- *	  (ttl_error_log): the original error (its message, detail, hint,
- *	  position, query and context), with one more context line saying
- *	  whose batch it was and what follows.  The worker and the helpers log
- *	  their batches' failures so, after the batch's transaction is rolled
- *	  back and the error copied; nothing is re-worded, so the message the
- *	  user's code raised is the one in the log.
+ *	  internal subtransaction (ttl_error_catch_subxact) or in a transaction
+ *	  of its own (ttl_error_catch_xact: the worker's and helpers' batches,
+ *	  the worker's probes, the replication origin's set-up and drops),
+ *	  telling a cancel or shutdown that must reach the caller
+ *	  (ttl_error_is_cancel), and logging a batch's error as autovacuum
+ *	  logs a failed table (ttl_error_log): the original error (its
+ *	  message, detail, hint, position, query and context), with one more
+ *	  context line saying whose batch it was and what follows.  The
+ *	  worker and the helpers log their batches' failures so, after the
+ *	  batch's transaction is rolled back and the error copied; nothing is
+ *	  re-worded, so the message the user's code raised is the one in the
+ *	  log.
  *
  * The bottom floor: it calls nothing of the extension's.  No locking.
  *
@@ -56,6 +59,46 @@ ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner)
 	CurrentResourceOwner = owner;
 	if (ttl_error_is_cancel(edata->sqlerrcode))
 		ReThrowError(edata);
+	return edata;
+}
+
+/*
+ * ttl_error_catch_xact
+ *		Outside a transaction: run work in a transaction of its own and
+ *		commit it.  work->begin (if any) runs first in the transaction, its
+ *		errors not caught; work->body's and the commit's are.  After an
+ *		error: back in cxt, work->caught (if any) runs, the error is copied
+ *		into cxt, the error state flushed and the transaction rolled back.
+ *		Returns NULL after the commit, else the copy (a cancel too: what
+ *		it means is the caller's), the caller's to report and free.  cxt is
+ *		the current memory context on return either way (the transaction's
+ *		end leaves TopMemoryContext current, where nothing of the caller's
+ *		belongs).
+ */
+ErrorData *
+ttl_error_catch_xact(MemoryContext cxt, const TtlXactWork *work)
+{
+	ErrorData  *edata = NULL;
+
+	StartTransactionCommand();
+	if (work->begin != NULL)
+		work->begin(work->arg);
+	PG_TRY();
+	{
+		work->body(work->arg);
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		if (work->caught != NULL)
+			work->caught();
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
 	return edata;
 }
 

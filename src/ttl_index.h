@@ -69,8 +69,24 @@
  * Errors: catching, telling a cancel, logging a batch's (errors.c)
  * ----------
  */
+/*
+ * The steps of a piece of work that ttl_error_catch_xact runs in a
+ * transaction of its own: begin (may be NULL) opens it, its errors not
+ * caught; body's errors are caught; caught (may be NULL) runs first thing
+ * after one, before the error is copied and the transaction rolled back (a
+ * batch disarms its deadline there).  begin and body take arg.
+ */
+typedef struct TtlXactWork
+{
+	void		(*begin) (void *arg);
+	void		(*body) (void *arg);
+	void		(*caught) (void);
+	void	   *arg;
+} TtlXactWork;
+
 extern bool ttl_error_is_cancel(int sqlerrcode);
 extern ErrorData *ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner);
+extern ErrorData *ttl_error_catch_xact(MemoryContext cxt, const TtlXactWork *work);
 extern void ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
 			pg_attribute_printf(3, 4);
 

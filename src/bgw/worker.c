@@ -807,6 +807,56 @@ ttl_worker_window_closed(TtlSchedEntry *e)
 }
 
 /*
+ * The batch ttl_worker_visit runs, for the steps of its transaction
+ * (ttl_error_catch_xact).
+ */
+typedef struct TtlWorkerBatch
+{
+	TtlSchedEntry *e;
+	TtlPass    *pass;
+	TtlBatchResult *result;
+	char	   *relname;		/* TTL_QUALNAME_LEN bytes, named in the batch */
+} TtlWorkerBatch;
+
+/*
+ * ttl_worker_batch_begin
+ *		A batch's transaction has begun: set its WAL mode, note its policy
+ *		for the record of a worker that ends in it (see PendingDeaths), and
+ *		arm its deadline.
+ */
+static void
+ttl_worker_batch_begin(void *arg)
+{
+	TtlWorkerBatch *b = (TtlWorkerBatch *) arg;
+
+	ttl_wal_batch_mode(&b->e->policy, b->pass);
+	BatchPolicy = b->e->policy.id;
+	ttl_timeout_batch_start();
+}
+
+/*
+ * ttl_worker_batch_body
+ *		The batch proper, its errors caught: name its table, say what runs
+ *		in the slot and the activity, run it (pass.c), and flush its commit
+ *		when it asks.
+ */
+static void
+ttl_worker_batch_body(void *arg)
+{
+	TtlWorkerBatch *b = (TtlWorkerBatch *) arg;
+	char	   *name = ttl_qualified_relname(b->e->policy.relid);
+
+	if (name != NULL)
+		strlcpy(b->relname, name, TTL_QUALNAME_LEN);
+	ttl_slot_batch_begin(&b->e->policy, b->pass, b->relname);
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("ttl_index: purging expired rows of %s", b->relname));
+	ttl_pass_batch(&b->e->policy, b->pass, b->result);
+	if (b->result->flush)
+		ttl_wal_batch_flush();
+}
+
+/*
  * ttl_worker_visit
  *		One batch of one policy in its own transaction, with the error
  *		handling described at the top of this file.
@@ -820,7 +870,15 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	char		relname[TTL_QUALNAME_LEN];
 	double		rate;
 	TtlPass    *pass = e->pass;
-	ErrorData  *edata = NULL;
+	ErrorData  *edata;
+	TtlWorkerBatch batch = {.e = e, .pass = pass, .result = &result,
+							.relname = relname};
+	TtlXactWork work = {
+		.begin = ttl_worker_batch_begin,
+		.body = ttl_worker_batch_body,
+		.caught = ttl_timeout_batch_end,
+		.arg = &batch,
+	};
 
 	/* what outlives the transaction is the round's (see Memory, above) */
 	ttl_worker_in_round();
@@ -846,39 +904,11 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 	}
 	e->origin_waiting = false;
 	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	ttl_wal_batch_mode(&e->policy, pass);
-	BatchPolicy = e->policy.id;
-	ttl_timeout_batch_start();
-	PG_TRY();
-	{
-		char	   *name = ttl_qualified_relname(e->policy.relid);
-
-		if (name != NULL)
-			strlcpy(relname, name, sizeof(relname));
-		ttl_slot_batch_begin(&e->policy, pass, relname);
-		pgstat_report_activity(STATE_RUNNING,
-							   psprintf("ttl_index: purging expired rows of %s", relname));
-		ttl_pass_batch(&e->policy, pass, &result);
-		if (result.flush)
-			ttl_wal_batch_flush();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		/* handled after PG_END_TRY: no return in here (DESIGN.md, trap 22) */
-		MemoryContextSwitchTo(cxt);
-		ttl_timeout_batch_end();
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-	}
-	PG_END_TRY();
+	/* back in cxt either way; a failed batch's deadline is disarmed first */
+	edata = ttl_error_catch_xact(cxt, &work);
 
 	if (edata != NULL)
 	{
-		/* the abort left TopMemoryContext current */
-		MemoryContextSwitchTo(cxt);
 		BatchPolicy = 0;
 		ttl_origin_batch_end();
 		ttl_slot_batch_end(pass);
@@ -910,8 +940,6 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		return;
 	}
-	/* the commit left TopMemoryContext current */
-	MemoryContextSwitchTo(cxt);
 
 	ttl_timeout_batch_end();
 	BatchPolicy = 0;
@@ -955,6 +983,42 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 }
 
 /*
+ * The probe of ttl_worker_probe_oldest: the policy, and what its
+ * transaction read.
+ */
+typedef struct TtlWorkerProbe
+{
+	TtlPolicy  *policy;
+	TimestampTz oldest;
+} TtlWorkerProbe;
+
+/*
+ * ttl_worker_probe_body
+ *		In the probe's transaction, its errors caught: read the oldest
+ *		expired row's expiry under a snapshot.
+ */
+static void
+ttl_worker_probe_body(void *arg)
+{
+	TtlWorkerProbe *probe = (TtlWorkerProbe *) arg;
+	TimestampTz at;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	switch (ttl_probe_oldest(probe->policy, &at))
+	{
+		case TTL_PROBE_FOUND:
+			probe->oldest = at < GetCurrentTimestamp() ? at : 0;
+			break;
+		case TTL_PROBE_EMPTY:
+			probe->oldest = 0;
+			break;
+		case TTL_PROBE_UNKNOWN:
+			break;
+	}
+	PopActiveSnapshot();
+}
+
+/*
  * ttl_worker_probe_oldest
  *		The expiry of the policy's oldest expired row, read from its index
  *		in a transaction of its own (probe.c: the owner's filter runs as the
@@ -965,47 +1029,21 @@ ttl_worker_visit(TtlSchedEntry *e, int64 *deleted)
 static TimestampTz
 ttl_worker_probe_oldest(TtlSchedEntry *e)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile TimestampTz oldest = DT_NOBEGIN;
+	TtlWorkerProbe probe = {.policy = &e->policy, .oldest = DT_NOBEGIN};
+	TtlXactWork work = {.body = ttl_worker_probe_body, .arg = &probe};
+	ErrorData  *edata;
 
 	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PG_TRY();
+	edata = ttl_error_catch_xact(CurrentMemoryContext, &work);
+	if (edata != NULL)
 	{
-		TimestampTz at;
-
-		PushActiveSnapshot(GetTransactionSnapshot());
-		switch (ttl_probe_oldest(&e->policy, &at))
-		{
-			case TTL_PROBE_FOUND:
-				oldest = at < GetCurrentTimestamp() ? at : 0;
-				break;
-			case TTL_PROBE_EMPTY:
-				oldest = 0;
-				break;
-			case TTL_PROBE_UNKNOWN:
-				break;
-		}
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		ereport(DEBUG1,
 				(errmsg_internal("ttl_index: could not read the oldest expired row of the policy %d: %s",
 								 e->policy.id, edata->message)));
 		FreeErrorData(edata);
-		oldest = DT_NOBEGIN;
+		probe.oldest = DT_NOBEGIN;
 	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	return oldest;
+	return probe.oldest;
 }
 
 /*

@@ -121,6 +121,49 @@ ttl_helper_must_stop(TtlPolicy *policy, bool runner)
 }
 
 /*
+ * The batch ttl_helper_batch runs, for the steps of its transaction
+ * (ttl_error_catch_xact), and the outcome it returns.
+ */
+typedef struct TtlHelperBatch
+{
+	TtlPolicy  *policy;
+	TtlPass    *pass;
+	TtlBatchResult *result;
+	int			outcome;
+} TtlHelperBatch;
+
+/*
+ * ttl_helper_batch_begin
+ *		A batch's transaction has begun: set its WAL mode and arm its
+ *		deadline.
+ */
+static void
+ttl_helper_batch_begin(void *arg)
+{
+	TtlHelperBatch *b = (TtlHelperBatch *) arg;
+
+	ttl_wal_batch_mode(b->policy, b->pass);
+	/* bounded as the worker's batches are (timeout.c) */
+	ttl_timeout_batch_start();
+}
+
+/*
+ * ttl_helper_batch_body
+ *		The batch proper, its errors caught: run it in the slice (drain.c),
+ *		and flush its commit when it asks.
+ */
+static void
+ttl_helper_batch_body(void *arg)
+{
+	TtlHelperBatch *b = (TtlHelperBatch *) arg;
+
+	pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
+	b->outcome = ttl_drain_helper_batch(b->policy, b->pass, b->result);
+	if (b->result->flush)
+		ttl_wal_batch_flush();
+}
+
+/*
  * ttl_helper_batch
  *		One batch of the helper in its slice, in its own transaction.
  *		Returns the outcome, or -1 when the batch failed (logged; the
@@ -130,7 +173,14 @@ static int
 ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	int			outcome;
+	TtlHelperBatch batch = {.policy = policy, .pass = pass, .result = result};
+	TtlXactWork work = {
+		.begin = ttl_helper_batch_begin,
+		.body = ttl_helper_batch_body,
+		.caught = ttl_timeout_batch_end,
+		.arg = &batch,
+	};
+	ErrorData  *edata;
 
 	/* marked as the worker's would be, or not at all (origin.c) */
 	if (!ttl_origin_batch_begin(policy))
@@ -139,42 +189,23 @@ ttl_helper_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 		return -1;
 	}
 	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	ttl_wal_batch_mode(policy, pass);
-	/* bounded as the worker's batches are (timeout.c) */
-	ttl_timeout_batch_start();
-	PG_TRY();
+	edata = ttl_error_catch_xact(cxt, &work);
+	if (edata != NULL)
 	{
-		pgstat_report_activity(STATE_RUNNING, "ttl_index: purging expired rows (helper)");
-		outcome = ttl_drain_helper_batch(policy, pass, result);
-		if (result->flush)
-			ttl_wal_batch_flush();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		ttl_timeout_batch_end();
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		ttl_error_log(edata, LOG,
 					  "ttl_index helper: a batch of policy %d failed (SQLSTATE %s)%s; the worker takes its rows over",
 					  policy->id, unpack_sql_state(edata->sqlerrcode),
 					  ttl_timeout_fired() ? ": it ran past ttl_index.batch_timeout" : "");
 		FreeErrorData(edata);
-		outcome = -1;
+		batch.outcome = -1;
 	}
-	PG_END_TRY();
 	ttl_timeout_batch_end();
 	ttl_origin_batch_end();
 	ttl_owner_release_session_locks();
-	if (outcome >= 0)
+	if (batch.outcome >= 0)
 		ttl_wal_batch_learn(policy, pass, result->deleted);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	return outcome;
+	return batch.outcome;
 }
 
 /*

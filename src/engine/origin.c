@@ -254,6 +254,48 @@ ttl_origin_check_capacity(void)
 }
 
 /*
+ * The set-up of ttl_origin_setup, for the body of its transaction: the
+ * slot's origin's name, and the origin found or made.
+ */
+typedef struct TtlOriginSetup
+{
+	const char *name;
+	ReplOriginId id;
+} TtlOriginSetup;
+
+/*
+ * ttl_origin_setup_body
+ *		In the set-up's transaction, its errors caught: find or create the
+ *		origin, and set the session up with it.
+ */
+static void
+ttl_origin_setup_body(void *arg)
+{
+	TtlOriginSetup *setup = (TtlOriginSetup *) arg;
+	int			used;
+	bool		has_state;
+
+	/* one set-up at a time, no drop under us (see the top of the file) */
+	LockRelationOid(ReplicationOriginRelationId, ExclusiveLock);
+	setup->id = replorigin_by_name(setup->name, true);
+	ttl_origin_states(setup->id, &used, &has_state);
+	if (!has_state && TTL_ORIGIN_CAPACITY - used - 1 < ttl_free_replication_states)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("%d of the server's %d replication states are free, and ttl_index.free_replication_states leaves %d to others",
+						Max(TTL_ORIGIN_CAPACITY - used, 0), TTL_ORIGIN_CAPACITY,
+						ttl_free_replication_states)));
+	if (setup->id == InvalidReplOriginId)
+	{
+		/* its XID is a worker's, not the application's (yield.c) */
+		ttl_yield_own_xid();
+		setup->id = replorigin_create(setup->name);
+	}
+	/* inside the transaction: an error here is cleaned up by its abort */
+	ttl_replorigin_session_setup(setup->id);
+}
+
+/*
  * ttl_origin_setup
  *		Find or create this process slot's origin and set the session up
  *		with it, in a transaction of its own (see the top of the file).  On
@@ -264,7 +306,9 @@ ttl_origin_setup(void)
 {
 	char		name[NAMEDATALEN];
 	MemoryContext cxt = CurrentMemoryContext;
-	ReplOriginId id = InvalidReplOriginId;
+	TtlOriginSetup setup = {.name = name, .id = InvalidReplOriginId};
+	TtlXactWork work = {.body = ttl_origin_setup_body, .arg = &setup};
+	ErrorData  *edata;
 
 	if (SetupFailed && SetupFailedGeneration == ReloadGeneration &&
 		!TimestampDifferenceExceeds(SetupFailedAt, GetCurrentTimestamp(), TTL_ORIGIN_RETRY_MS))
@@ -290,46 +334,15 @@ ttl_origin_setup(void)
 		ExitRegistered = true;
 	}
 
-	StartTransactionCommand();
-	PG_TRY();
+	edata = ttl_error_catch_xact(cxt, &work);
+	if (edata == NULL)
 	{
-		int			used;
-		bool		has_state;
-
-		/* one set-up at a time, no drop under us (see the top of the file) */
-		LockRelationOid(ReplicationOriginRelationId, ExclusiveLock);
-		id = replorigin_by_name(name, true);
-		ttl_origin_states(id, &used, &has_state);
-		if (!has_state && TTL_ORIGIN_CAPACITY - used - 1 < ttl_free_replication_states)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("%d of the server's %d replication states are free, and ttl_index.free_replication_states leaves %d to others",
-							Max(TTL_ORIGIN_CAPACITY - used, 0), TTL_ORIGIN_CAPACITY,
-							ttl_free_replication_states)));
-		if (id == InvalidReplOriginId)
-		{
-			/* its XID is a worker's, not the application's (yield.c) */
-			ttl_yield_own_xid();
-			id = replorigin_create(name);
-		}
-		/* inside the transaction: an error here is cleaned up by its abort */
-		ttl_replorigin_session_setup(id);
-		CommitTransactionCommand();
-		SessionOrigin = id;
+		SessionOrigin = setup.id;
 		SetupFailed = false;
+		return;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		ttl_origin_failed(name, edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	ttl_origin_failed(name, edata->message);
+	FreeErrorData(edata);
 }
 
 /*
@@ -374,6 +387,18 @@ ttl_origin_failure(bool *news)
 	*news = FailureNew;
 	FailureNew = false;
 	return FailedReason;
+}
+
+/*
+ * ttl_origin_drop_body
+ *		In a transaction of its own, its errors caught: drop the origin
+ *		named arg.
+ */
+static void
+ttl_origin_drop_body(void *arg)
+{
+	/* nowait: one a process holds is in use, and stays */
+	replorigin_drop_by_name((const char *) arg, true, true);
 }
 
 /*
@@ -434,23 +459,14 @@ ttl_origin_drop_unused(void)
 
 	foreach(lc, names)
 	{
-		const char *name = (const char *) lfirst(lc);
+		TtlXactWork work = {.body = ttl_origin_drop_body, .arg = lfirst(lc)};
+		ErrorData  *edata = ttl_error_catch_xact(cxt, &work);
 
-		StartTransactionCommand();
-		PG_TRY();
-		{
-			/* nowait: one a process holds is in use, and stays */
-			replorigin_drop_by_name(name, true, true);
-			CommitTransactionCommand();
+		/* one that could not be dropped is left, whatever the error */
+		if (edata == NULL)
 			dropped++;
-		}
-		PG_CATCH();
-		{
-			MemoryContextSwitchTo(cxt);
-			FlushErrorState();
-			AbortCurrentTransaction();
-		}
-		PG_END_TRY();
+		else
+			FreeErrorData(edata);
 	}
 	list_free_deep(names);
 	return dropped;

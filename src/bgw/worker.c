@@ -71,7 +71,10 @@
  * at each turn of the main loop and at each round of a run, as
  * autovacuum's launcher resets its own: a transaction's end switches to
  * TopMemoryContext, so the code here switches back to RoundContext after
- * each (ttl_worker_in_round), and nothing of a round outlives it.
+ * each (ttl_worker_in_round, or ttl_error_catch_xact, which leaves its
+ * caller's context current), and nothing of a round outlives it.  So
+ * whatever must outlive a round is allocated in its owner's context
+ * explicitly, never in the current one.
  *
  *-------------------------------------------------------------------------
  */
@@ -1868,6 +1871,8 @@ ttl_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			ttl_origin_config_reloaded();
 			(void) ttl_origin_drop_unused();
+			/* its transactions' ends may have left TopMemoryContext current */
+			ttl_worker_in_round();
 			if (!ttl_yield_renice())
 			{
 				ereport(LOG,

@@ -99,6 +99,39 @@ ttl_stats_init(void)
 }
 
 /*
+ * ttl_stats_find
+ *		Take the stats lock and look up a policy's entry: shared to read
+ *		one, exclusive to add one (add), which it does when the policy has
+ *		none and the table has room, with its counters zeroed.  Returns the
+ *		entry, or NULL; the lock stays taken either way.  The caller has
+ *		checked that there is shared memory (the hash).
+ */
+static TtlStatsEntry *
+ttl_stats_find(HTAB *hash, Oid dboid, int32 policy_id, bool add)
+{
+	TtlStatsKey key;
+	TtlStatsEntry *entry;
+	bool		found;
+
+	memset(&key, 0, sizeof(key));
+	key.dboid = dboid;
+	key.policy_id = policy_id;
+	LWLockAcquire(ttl_shmem_stats_lock(), add ? LW_EXCLUSIVE : LW_SHARED);
+	entry = hash_search(hash, &key, HASH_FIND, NULL);
+	if (entry != NULL || !add || hash_get_num_entries(hash) >= ttl_max_policies)
+		return entry;
+	entry = hash_search(hash, &key, HASH_ENTER_NULL, &found);
+	if (entry != NULL && !found)
+	{
+		memset(&entry->c, 0, sizeof(TtlStatsCounters));
+		entry->prefix_relid = InvalidOid;
+		memset(&entry->health, 0, sizeof(TtlHealth));
+		SpinLockInit(&entry->mutex);
+	}
+	return entry;
+}
+
+/*
  * ttl_stats_entry
  *		The entry of a policy, created on first use, returned with the stats
  *		lock held: the caller updates it under its spinlock and then
@@ -112,36 +145,17 @@ ttl_stats_entry(Oid dboid, int32 policy_id)
 	static bool warned = false;
 	HTAB	   *hash = ttl_shmem_stats_hash();
 	LWLock	   *lock = ttl_shmem_stats_lock();
-	TtlStatsKey key;
 	TtlStatsEntry *entry;
-	bool		found;
 
 	if (hash == NULL)
 		return NULL;
 
-	memset(&key, 0, sizeof(key));
-	key.dboid = dboid;
-	key.policy_id = policy_id;
-
-	LWLockAcquire(lock, LW_SHARED);
-	entry = hash_search(hash, &key, HASH_FIND, NULL);
+	/* found under the shared lock; the exclusive one only to add it */
+	entry = ttl_stats_find(hash, dboid, policy_id, false);
 	if (entry != NULL)
 		return entry;
 	LWLockRelease(lock);
-
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	entry = hash_search(hash, &key, HASH_FIND, NULL);
-	if (entry == NULL && hash_get_num_entries(hash) < ttl_max_policies)
-	{
-		entry = hash_search(hash, &key, HASH_ENTER_NULL, &found);
-		if (entry != NULL && !found)
-		{
-			memset(&entry->c, 0, sizeof(TtlStatsCounters));
-			entry->prefix_relid = InvalidOid;
-			memset(&entry->health, 0, sizeof(TtlHealth));
-			SpinLockInit(&entry->mutex);
-		}
-	}
+	entry = ttl_stats_find(hash, dboid, policy_id, true);
 	if (entry != NULL)
 		return entry;
 	LWLockRelease(lock);
@@ -676,17 +690,12 @@ ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
 				 Datum *key, uint32 *writes)
 {
 	HTAB	   *hash = ttl_shmem_stats_hash();
-	TtlStatsKey k;
 	TtlStatsEntry *e;
 	bool		found = false;
 
 	if (hash == NULL)
 		return false;
-	memset(&k, 0, sizeof(k));
-	k.dboid = dboid;
-	k.policy_id = policy_id;
-	LWLockAcquire(ttl_shmem_stats_lock(), LW_SHARED);
-	e = hash_search(hash, &k, HASH_FIND, NULL);
+	e = ttl_stats_find(hash, dboid, policy_id, false);
 	if (e != NULL)
 	{
 		SpinLockAcquire(&e->mutex);
@@ -711,28 +720,20 @@ bool
 ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c)
 {
 	HTAB	   *hash = ttl_shmem_stats_hash();
-	LWLock	   *lock = ttl_shmem_stats_lock();
-	TtlStatsKey key;
 	TtlStatsEntry *e;
-	bool		found = false;
 
 	memset(c, 0, sizeof(TtlStatsCounters));
 	if (hash == NULL)
 		return false;
-	memset(&key, 0, sizeof(key));
-	key.dboid = dboid;
-	key.policy_id = policy_id;
-	LWLockAcquire(lock, LW_SHARED);
-	e = hash_search(hash, &key, HASH_FIND, NULL);
+	e = ttl_stats_find(hash, dboid, policy_id, false);
 	if (e != NULL)
 	{
 		SpinLockAcquire(&e->mutex);
 		*c = e->c;
 		SpinLockRelease(&e->mutex);
-		found = true;
 	}
-	LWLockRelease(lock);
-	return found;
+	LWLockRelease(ttl_shmem_stats_lock());
+	return e != NULL;
 }
 
 /*
@@ -763,17 +764,12 @@ bool
 ttl_stats_health(Oid dboid, int32 policy_id, TtlHealth *h)
 {
 	HTAB	   *hash = ttl_shmem_stats_hash();
-	TtlStatsKey k;
 	TtlStatsEntry *e;
 
 	memset(h, 0, sizeof(TtlHealth));
 	if (hash == NULL)
 		return false;
-	memset(&k, 0, sizeof(k));
-	k.dboid = dboid;
-	k.policy_id = policy_id;
-	LWLockAcquire(ttl_shmem_stats_lock(), LW_SHARED);
-	e = hash_search(hash, &k, HASH_FIND, NULL);
+	e = ttl_stats_find(hash, dboid, policy_id, false);
 	if (e != NULL)
 	{
 		SpinLockAcquire(&e->mutex);

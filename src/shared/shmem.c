@@ -1088,6 +1088,63 @@ ttl_shmem_unblock_database(Oid dboid)
 }
 
 /*
+ * TtlSlotCopy
+ *		What a list of the slots shows of one slot (a TtlProgress, a
+ *		TtlDbStatus), copied into *copy under the slots lock: false when the
+ *		slot is not shown.  It neither allocates nor raises an error.
+ */
+typedef bool (*TtlSlotCopy) (TtlDbSlot *slot, void *copy);
+
+/*
+ * ttl_shmem_slots_list
+ *		What every slot shows, copied by `copy` into palloc'd entries of
+ *		`size` bytes, as a List of them.  Empty without shared memory.
+ */
+static List *
+ttl_shmem_slots_list(Size size, TtlSlotCopy copy)
+{
+	List	   *result = NIL;
+	char	   *copies;
+	int			n = 0;
+
+	if (Shared == NULL)
+		return NIL;
+
+	/* allocate before taking the lock: nothing under it may fail */
+	copies = palloc0(size * Shared->nslots);
+
+	LWLockAcquire(SlotsLock, LW_SHARED);
+	for (int i = 0; i < Shared->nslots; i++)
+	{
+		if (copy(&Shared->slots[i], copies + n * size))
+			n++;
+	}
+	LWLockRelease(SlotsLock);
+
+	for (int i = 0; i < n; i++)
+		result = lappend(result, copies + i * size);
+	return result;
+}
+
+/*
+ * ttl_shmem_progress_copy
+ *		A running worker's progress, for ttl_shmem_progress_list.
+ */
+static bool
+ttl_shmem_progress_copy(TtlDbSlot *slot, void *copy)
+{
+	TtlProgress *p = (TtlProgress *) copy;
+
+	if (!OidIsValid(slot->dboid) || slot->pid == 0)
+		return false;
+	memcpy(p, &slot->progress, sizeof(TtlProgress));
+	p->dboid = slot->dboid;
+	p->datname = slot->datname;
+	p->pid = slot->pid;
+	return true;
+}
+
+/*
  * ttl_shmem_progress_list
  *		A copy of the progress of every running worker, as a List of
  *		palloc'd TtlProgress.  Empty without shared memory.
@@ -1095,35 +1152,31 @@ ttl_shmem_unblock_database(Oid dboid)
 List *
 ttl_shmem_progress_list(void)
 {
-	List	   *result = NIL;
-	TtlProgress *copies;
-	int			n = 0;
+	return ttl_shmem_slots_list(sizeof(TtlProgress), ttl_shmem_progress_copy);
+}
 
-	if (Shared == NULL)
-		return NIL;
+/*
+ * ttl_shmem_status_copy
+ *		A tracked database's state, for ttl_shmem_database_list.
+ */
+static bool
+ttl_shmem_status_copy(TtlDbSlot *slot, void *copy)
+{
+	TtlDbStatus *s = (TtlDbStatus *) copy;
 
-	/* allocate before taking the lock: nothing under it may fail */
-	copies = palloc(sizeof(TtlProgress) * Shared->nslots);
-
-	LWLockAcquire(SlotsLock, LW_SHARED);
-	for (int i = 0; i < Shared->nslots; i++)
-	{
-		TtlDbSlot  *slot = &Shared->slots[i];
-		TtlProgress *p = &copies[n];
-
-		if (!OidIsValid(slot->dboid) || slot->pid == 0)
-			continue;
-		memcpy(p, &slot->progress, sizeof(TtlProgress));
-		p->dboid = slot->dboid;
-		p->datname = slot->datname;
-		p->pid = slot->pid;
-		n++;
-	}
-	LWLockRelease(SlotsLock);
-
-	for (int i = 0; i < n; i++)
-		result = lappend(result, &copies[i]);
-	return result;
+	if (!OidIsValid(slot->dboid))
+		return false;
+	s->dboid = slot->dboid;
+	s->datname = slot->datname;
+	s->has_extension = slot->has_extension;
+	s->pid = slot->pid;
+	s->waiting_since = slot->waiting_since;
+	s->turn_started = slot->pid != 0 ? slot->turn_started : 0;
+	s->turns = slot->turns;
+	s->blocked_until = slot->blocked_until;
+	s->replica_holds = slot->replica_holds;
+	s->replica_hold_ms = slot->replica_hold_ms;
+	return true;
 }
 
 /*
@@ -1134,39 +1187,7 @@ ttl_shmem_progress_list(void)
 List *
 ttl_shmem_database_list(void)
 {
-	List	   *result = NIL;
-	TtlDbStatus *copies;
-	int			n = 0;
-
-	if (Shared == NULL)
-		return NIL;
-	copies = palloc0(sizeof(TtlDbStatus) * Shared->nslots);
-
-	LWLockAcquire(SlotsLock, LW_SHARED);
-	for (int i = 0; i < Shared->nslots; i++)
-	{
-		TtlDbSlot  *slot = &Shared->slots[i];
-		TtlDbStatus *s = &copies[n];
-
-		if (!OidIsValid(slot->dboid))
-			continue;
-		s->dboid = slot->dboid;
-		s->datname = slot->datname;
-		s->has_extension = slot->has_extension;
-		s->pid = slot->pid;
-		s->waiting_since = slot->waiting_since;
-		s->turn_started = slot->pid != 0 ? slot->turn_started : 0;
-		s->turns = slot->turns;
-		s->blocked_until = slot->blocked_until;
-		s->replica_holds = slot->replica_holds;
-		s->replica_hold_ms = slot->replica_hold_ms;
-		n++;
-	}
-	LWLockRelease(SlotsLock);
-
-	for (int i = 0; i < n; i++)
-		result = lappend(result, &copies[i]);
-	return result;
+	return ttl_shmem_slots_list(sizeof(TtlDbStatus), ttl_shmem_status_copy);
 }
 
 /*

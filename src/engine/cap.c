@@ -236,6 +236,29 @@ ttl_cap_live_rows(TtlPass *pass, int64 *live)
 }
 
 /*
+ * ttl_cap_keep_key
+ *		The key the last SPI query read (its one row's first column, not
+ *		NULL) as the pass's cut: copied into the pass's memory, which
+ *		outlives SPI's and this transaction, and the cap made active.
+ */
+static void
+ttl_cap_keep_key(TtlPass *pass)
+{
+	Oid			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
+	bool		isnull;
+	Datum		key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	int16		typlen;
+	bool		typbyval;
+	MemoryContext old;
+
+	get_typlenbyval(keytype, &typlen, &typbyval);
+	old = MemoryContextSwitchTo(pass->cxt);
+	pass->cap_bound = datumCopy(key, typbyval, typlen);
+	MemoryContextSwitchTo(old);
+	pass->cap_active = true;
+}
+
+/*
  * ttl_cap_global_key
  *		On a Citus distributed table: the key of the max_rows-th newest row
  *		of the whole table, over every node, read through Citus (a query of
@@ -266,21 +289,7 @@ ttl_cap_global_key(TtlPolicy *policy, TtlPass *pass, int64 cap)
 		if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
 		if (SPI_processed == 1)
-		{
-			Oid			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
-			bool		isnull;
-			Datum		key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			int16		typlen;
-			bool		typbyval;
-			MemoryContext old;
-
-			get_typlenbyval(keytype, &typlen, &typbyval);
-			/* the pass outlives SPI's memory and this transaction */
-			old = MemoryContextSwitchTo(pass->cxt);
-			pass->cap_bound = datumCopy(key, typbyval, typlen);
-			MemoryContextSwitchTo(old);
-			pass->cap_active = true;
-		}
+			ttl_cap_keep_key(pass);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -378,11 +387,6 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 	int64		live;
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1];
-	Oid			keytype;
-	int16		typlen;
-	bool		typbyval;
-	bool		isnull;
-	Datum		key;
 	int64		offset;
 	bool		newest;
 	bool		trusted;
@@ -446,18 +450,7 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 								  true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the key of the cap of table %u", policy->relid);
 		if (SPI_processed == 1)
-		{
-			MemoryContext old;
-
-			keytype = getBaseType(SPI_gettypeid(SPI_tuptable->tupdesc, 1));
-			key = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			get_typlenbyval(keytype, &typlen, &typbyval);
-			/* the pass outlives SPI's memory and this transaction */
-			old = MemoryContextSwitchTo(pass->cxt);
-			pass->cap_bound = datumCopy(key, typbyval, typlen);
-			MemoryContextSwitchTo(old);
-			pass->cap_active = true;
-		}
+			ttl_cap_keep_key(pass);
 	}
 	SPI_finish();
 	PopActiveSnapshot();

@@ -51,8 +51,6 @@
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_control.h"
-#include "common/controldata_utils.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "catalog/pg_namespace.h"
@@ -88,6 +86,7 @@
 #include "ttl_index.h"
 #include "citus/citus.h"
 #include "env/env.h"
+#include "shared/shared.h"
 
 #define TTL_CITUS_COUNTS		4096
 #define TTL_LOCK_CITUS_COUNTS	"ttl_index citus counts"
@@ -231,9 +230,10 @@ ttl_citus_counts_load(void)
 
 /*
  * ttl_citus_counts_save
- *		At postmaster exit after a clean shutdown, write the cache to its
- *		file (as stats.c writes the counters), so that the coordinator's
- *		totals, those of removed nodes among them, survive a restart.
+ *		At postmaster exit after a clean shutdown (ttl_stats_clean_exit),
+ *		write the cache to its file (as stats.c writes the counters), so
+ *		that the coordinator's totals, those of removed nodes among them,
+ *		survive a restart.
  */
 static void
 ttl_citus_counts_save(int code, Datum arg)
@@ -241,14 +241,8 @@ ttl_citus_counts_save(int code, Datum arg)
 	FILE	   *file;
 	uint32		magic = TTL_CITUS_COUNTS_MAGIC;
 	int32		n = 0;
-	ControlFileData *control;
-	bool		crc_ok;
 
-	if (code != 0 || Counts == NULL)
-		return;
-	control = get_controlfile(DataDir, &crc_ok);
-	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
-					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+	if (Counts == NULL || !ttl_stats_clean_exit(code))
 		return;
 	for (int i = 0; i < Counts->n; i++)
 		if (Counts->e[i].dboid != InvalidOid)

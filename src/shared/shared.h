@@ -67,6 +67,7 @@ extern void ttl_stats_publish_health(Oid dboid, int32 policy_id, const TtlHealth
 extern bool ttl_stats_health(Oid dboid, int32 policy_id, TtlHealth *h);
 
 extern void ttl_stats_init(void);
+extern bool ttl_stats_clean_exit(int code);
 extern void ttl_stats_count_batch(Oid dboid, TtlPolicy *policy,
 								  TtlBatchResult *result);
 extern void ttl_stats_count_pass(Oid dboid, TtlPolicy *policy, int64 rows,

@@ -221,11 +221,34 @@ ttl_stats_load(void)
 }
 
 /*
+ * ttl_stats_clean_exit
+ *		At postmaster exit (code as on_shmem_exit passes it): whether what
+ *		shared memory holds may be saved to a file.  Not after a crash
+ *		(code != 0: shared memory may be corrupt) nor after an immediate
+ *		shutdown (the control file does not say "shut down"), which both
+ *		end in crash recovery (see the top of the file).  The rule of the
+ *		counters, and of the Citus nodes' last known counts
+ *		(citus_nodes.c).
+ */
+bool
+ttl_stats_clean_exit(int code)
+{
+	ControlFileData *control;
+	bool		crc_ok;
+
+	if (code != 0)
+		return false;
+	/* only after a clean shutdown: the checkpointer has written the state */
+	control = get_controlfile(DataDir, &crc_ok);
+	return crc_ok && (control->state == DB_SHUTDOWNED ||
+					  control->state == DB_SHUTDOWNED_IN_RECOVERY);
+}
+
+/*
  * ttl_stats_save
- *		At postmaster exit, write the counters to the stats file (through a
- *		temporary file and a durable rename).  Not after a crash (code != 0:
- *		shared memory may be corrupt) nor after an immediate shutdown (the
- *		control file does not say "shut down").
+ *		At postmaster exit, after a clean shutdown (ttl_stats_clean_exit),
+ *		write the counters to the stats file (through a temporary file and
+ *		a durable rename).
  */
 static void
 ttl_stats_save(int code, Datum arg)
@@ -236,16 +259,8 @@ ttl_stats_save(int code, Datum arg)
 	TtlStatsEntry *e;
 	uint32		magic = TTL_STATS_FILE_MAGIC;
 	int32		count;
-	ControlFileData *control;
-	bool		crc_ok;
 
-	if (code != 0 || hash == NULL)
-		return;
-
-	/* only after a clean shutdown: the checkpointer has written the state */
-	control = get_controlfile(DataDir, &crc_ok);
-	if (!crc_ok || (control->state != DB_SHUTDOWNED &&
-					control->state != DB_SHUTDOWNED_IN_RECOVERY))
+	if (hash == NULL || !ttl_stats_clean_exit(code))
 		return;
 
 	file = AllocateFile(TTL_STATS_FILE_TMP, PG_BINARY_W);

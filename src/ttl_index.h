@@ -146,6 +146,10 @@ typedef struct TtlPolicy
 	char	   *time_zone;		/* wall-clock keys are read in it (expiry.c);
 								 * NULL: not a wall-clock key, or the
 								 * server's zone */
+	struct pg_tz *zone;			/* that zone, kept by ttl_policy_zone; NULL:
+								 * not looked up yet */
+	uint32		zone_generation;	/* ... with the server's settings of
+									 * this publication */
 	bool		filter_funcs_known; /* the filter's functions are recorded */
 	int			nfilter_funcs;
 	Oid		   *filter_funcs;	/* the functions it calls (filter.c) */

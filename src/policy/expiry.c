@@ -27,7 +27,8 @@
  * column became timestamp since) reads in the server's TimeZone, the
  * configuration's as the launcher publishes it (owner.c).  Never the
  * calling session's: ttl_runner() called with SET TimeZone = 'Asia/Tokyo'
- * deletes what the worker would.
+ * deletes what the worker would.  The zone is looked up once and kept on
+ * the policy until either changes (ttl_policy_zone).
  *
  * A policy without expire_after (a cap alone, cap.c) has no expiry: no
  * key has expired, and none will.  That is said by its no_expiry flag,
@@ -76,6 +77,7 @@
 #include "ttl_index.h"
 #include "policy/policy.h"
 #include "env/env.h"
+#include "shared/shared.h"
 
 /* microseconds from the Unix epoch to PostgreSQL's (2000-01-01) */
 #define TTL_UNIX_OFFSET_USECS \
@@ -123,17 +125,63 @@ ttl_policy_zone_name(TtlPolicy *policy)
 }
 
 /*
- * ttl_policy_zone
+ * ttl_policy_zone_lookup
  *		The zone of ttl_policy_zone_name, looked up (PostgreSQL keeps the
- *		zones it has loaded).  A name the server no longer knows reads as
- *		GMT here; the policy's statement fails on it, saying so.
+ *		zones it has loaded for the life of the process, so the pointer
+ *		stays good); NULL when the server does not know the name.  Leaves
+ *		nothing allocated behind.
+ */
+static pg_tz *
+ttl_policy_zone_lookup(TtlPolicy *policy)
+{
+	const char *name = ttl_policy_zone_name(policy);
+	pg_tz	   *tz = pg_tzset(name);
+
+	/* the server's zone name is a copy (ttl_server_setting) */
+	if (name != policy->time_zone)
+		pfree((char *) name);
+	return tz;
+}
+
+/*
+ * ttl_policy_zone
+ *		The zone a policy reads its wall-clock keys and purge windows in.  A
+ *		name the server no longer knows reads as GMT here; the policy's
+ *		statement fails on it, saying so.
+ *
+ * Every batch, cutoff, probe and window check asks, so the zone is looked
+ * up once and kept on the policy (policy->zone), where it lives as long as
+ * the policy does: a worker's for as long as the policy's catalog row is
+ * unchanged (a new time_zone is a changed policy, which the worker's
+ * reload replaces with a new one, worker.c), a view's or ttl_runner()'s
+ * for its call.  A policy's own zone does not change once asked for
+ * (who builds a policy sets time_zone first, api.c).  The server's (a
+ * policy without one) does, when the launcher publishes the settings
+ * again after a reload: the zone kept with an older publication's
+ * settings (zone_generation) is looked up again.  Before any publication
+ * (no shared memory, or the launcher not started) the server's zone is
+ * this session's reset value, which a reload may change between any two
+ * calls: it is looked up each time, as is a name the server does not know
+ * (as before it was kept: a zone file installed meanwhile is found).
  */
 pg_tz *
 ttl_policy_zone(TtlPolicy *policy)
 {
-	pg_tz	   *tz = pg_tzset(ttl_policy_zone_name(policy));
+	uint32		generation = 0;
 
-	return tz != NULL ? tz : pg_tzset("GMT");
+	if (policy->time_zone == NULL)
+	{
+		generation = ttl_shmem_settings_generation();
+		/* this session's own setting: never kept */
+		if (generation == 0)
+			policy->zone = NULL;
+	}
+	if (policy->zone == NULL || policy->zone_generation != generation)
+	{
+		policy->zone = ttl_policy_zone_lookup(policy);
+		policy->zone_generation = generation;
+	}
+	return policy->zone != NULL ? policy->zone : pg_tzset("GMT");
 }
 
 /*

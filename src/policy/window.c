@@ -26,9 +26,10 @@
  * hours, and a window that closes with expired rows left is falling
  * behind.
  *
- * Memory: looking up the server's zone allocates; the worker asks outside
- * any transaction, at every batch of a windowed policy, so each look-up
- * runs in a context of this file's, emptied after it.
+ * Memory: the worker asks ttl_window_find outside any transaction, at
+ * every batch of a windowed policy, and it allocates nothing: its zone is
+ * the one kept on the policy (ttl_policy_zone), whose look-up leaves
+ * nothing behind.
  *
  * Locking: none; arithmetic on a policy read by the caller.
  *
@@ -41,7 +42,6 @@
 #include "lib/stringinfo.h"
 #include "pgtime.h"
 #include "utils/datetime.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "ttl_index.h"
@@ -206,8 +206,6 @@ bool
 ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 				TimestampTz *until)
 {
-	static MemoryContext cxt = NULL;
-	MemoryContext old;
 	TtlWindows *w = &policy->windows;
 	pg_tz	   *zone;
 	Timestamp	local;
@@ -224,13 +222,7 @@ ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 			*until = DT_NOEND;
 		return w->n == 0;
 	}
-	if (cxt == NULL)
-		cxt = AllocSetContextCreate(TopMemoryContext, "ttl_index windows",
-									ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(cxt);
 	zone = ttl_policy_zone(policy);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(cxt);
 	local = ttl_instant_local(now, zone);
 	if (TIMESTAMP_NOT_FINITE(local))
 		return false;

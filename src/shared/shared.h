@@ -194,6 +194,7 @@ extern List *ttl_shmem_progress_list(void);
 extern List *ttl_shmem_database_list(void);
 extern int	ttl_shmem_running_count(void);
 extern bool ttl_shmem_published_setting(const char *name, char *buf, Size len);
+extern uint32 ttl_shmem_settings_generation(void);
 
 /* XIDs the workers took (yield.c) */
 extern void ttl_shmem_count_worker_xid(void);

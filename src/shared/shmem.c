@@ -15,7 +15,9 @@
  *	settings	"ttl_index settings": the server-wide values of the settings
  *				user code may depend on (owner.c), as the launcher, which
  *				connects to no database, reads them from the configuration.
- *				Written by the launcher at start and after each reload.
+ *				Written by the launcher at start and after each reload,
+ *				which bumps a number read without the lock (what was
+ *				derived from the values holds while it has not moved).
  *	stats		"ttl_index stats": the hash table of per-policy counters
  *				(stats.c owns its contents and rules).
  *	counters	no lock: the XIDs the workers took (yield.c) and the write
@@ -73,6 +75,8 @@ typedef struct TtlShared
 	/* settings area */
 	bool		settings_valid;
 	char		settings[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
+	/* bumped at each publication, read without the lock; 0: none yet */
+	pg_atomic_uint32 settings_generation;
 
 	/*
 	 * Probes asked for databases that hold no slot (the launcher gave the
@@ -174,6 +178,7 @@ ttl_shmem_init(void)
 		memset(Shared, 0, ttl_shared_size());
 		Shared->nslots = ttl_max_databases;
 		pg_atomic_init_u64(&Shared->worker_xids, 0);
+		pg_atomic_init_u32(&Shared->settings_generation, 0);
 		for (int i = 0; i < TTL_WRITE_BUCKETS; i++)
 			pg_atomic_init_u32(&Shared->writes[i], 0);
 	}
@@ -484,7 +489,27 @@ ttl_shmem_publish_settings(void)
 	LWLockAcquire(SettingsLock, LW_EXCLUSIVE);
 	memcpy(Shared->settings, values, sizeof(values));
 	Shared->settings_valid = true;
+	/* after the values: whoever reads the new number reads them */
+	if (pg_atomic_add_fetch_u32(&Shared->settings_generation, 1) == 0)
+		pg_atomic_add_fetch_u32(&Shared->settings_generation, 1);
 	LWLockRelease(SettingsLock);
+}
+
+/*
+ * ttl_shmem_settings_generation
+ *		How many times the settings were published (wrapping around, never
+ *		0 again), read without the lock: what a process derived from the
+ *		published values holds while this number has not moved (the time
+ *		zone of expiry.c's ttl_policy_zone).  0 while there are none (no
+ *		shared memory, not yet published): ttl_server_setting then reads
+ *		this session's own values, which a reload may change at any time.
+ */
+uint32
+ttl_shmem_settings_generation(void)
+{
+	if (Shared == NULL)
+		return 0;
+	return pg_atomic_read_u32(&Shared->settings_generation);
 }
 
 /*

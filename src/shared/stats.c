@@ -728,27 +728,42 @@ ttl_stats_prefix(Oid dboid, int32 policy_id, Oid relid, Oid indexoid,
 }
 
 /*
- * ttl_stats_read
- *		A copy of a policy's counters; false (and zeros) when it has none.
+ * ttl_stats_copy
+ *		Copy, under its spinlock, what a policy's entry holds: its counters
+ *		into *c, its health into *h (either may be NULL).  False, with
+ *		nothing copied, when it has none or there is no shared memory.
  */
-bool
-ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c)
+static bool
+ttl_stats_copy(Oid dboid, int32 policy_id, TtlStatsCounters *c, TtlHealth *h)
 {
 	HTAB	   *hash = ttl_shmem_stats_hash();
 	TtlStatsEntry *e;
 
-	memset(c, 0, sizeof(TtlStatsCounters));
 	if (hash == NULL)
 		return false;
 	e = ttl_stats_find(hash, dboid, policy_id, false);
 	if (e != NULL)
 	{
 		SpinLockAcquire(&e->mutex);
-		*c = e->c;
+		if (c != NULL)
+			*c = e->c;
+		if (h != NULL)
+			*h = e->health;
 		SpinLockRelease(&e->mutex);
 	}
 	LWLockRelease(ttl_shmem_stats_lock());
 	return e != NULL;
+}
+
+/*
+ * ttl_stats_read
+ *		A copy of a policy's counters; false (and zeros) when it has none.
+ */
+bool
+ttl_stats_read(Oid dboid, int32 policy_id, TtlStatsCounters *c)
+{
+	memset(c, 0, sizeof(TtlStatsCounters));
+	return ttl_stats_copy(dboid, policy_id, c, NULL);
 }
 
 /*
@@ -778,19 +793,7 @@ ttl_stats_publish_health(Oid dboid, int32 policy_id, const TtlHealth *h)
 bool
 ttl_stats_health(Oid dboid, int32 policy_id, TtlHealth *h)
 {
-	HTAB	   *hash = ttl_shmem_stats_hash();
-	TtlStatsEntry *e;
-
 	memset(h, 0, sizeof(TtlHealth));
-	if (hash == NULL)
-		return false;
-	e = ttl_stats_find(hash, dboid, policy_id, false);
-	if (e != NULL)
-	{
-		SpinLockAcquire(&e->mutex);
-		*h = e->health;
-		SpinLockRelease(&e->mutex);
-	}
-	LWLockRelease(ttl_shmem_stats_lock());
+	(void) ttl_stats_copy(dboid, policy_id, NULL, h);
 	return h->known;
 }

@@ -430,6 +430,20 @@ typedef struct TtlCitusAnswer
 	Datum		values[7];		/* rows_deleted .. falling_behind */
 } TtlCitusAnswer;
 
+/* the columns of ttl_index_citus_nodes() */
+#define TTL_CITUS_NODES_COLS	15
+
+/* a primary node of pg_dist_node, and its answer */
+typedef struct TtlCitusNode
+{
+	int32		nodeid;
+	char	   *name;
+	int32		port;
+	bool		active;
+	bool		answered;		/* its answer is a result, not an error */
+	char	   *result;			/* its answer; NULL: none */
+} TtlCitusNode;
+
 /*
  * ttl_citus_run_on
  *		Run one command on nodes through Citus (master_run_on_worker), the
@@ -452,53 +466,16 @@ ttl_citus_run_on(const char *names_sql, const char *ports_sql, const char *comma
 }
 
 /*
- * ttl_index_citus_nodes
- *		Per node and policy on a distributed table, on the coordinator:
- *		what the node says of it, or what is known (see above).  Nothing,
- *		and no node asked, when there is no such policy.
+ * ttl_citus_nodes_expected
+ *		The policies the nodes are asked about: those on a distributed
+ *		table, or given to the nodes (TtlCitusExpected, in callcxt).  The
+ *		caller is connected to SPI.
  */
-PG_FUNCTION_INFO_V1(ttl_index_citus_nodes);
-
-#define TTL_CITUS_NODES_COLS	15
-
-Datum
-ttl_index_citus_nodes(PG_FUNCTION_ARGS)
+static List *
+ttl_citus_nodes_expected(const char *nspname, MemoryContext callcxt)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callcxt = CurrentMemoryContext;
-	Oid			nsp;
-	const char *nspname;
-	char	   *command;
 	List	   *expected = NIL;
-	int			nnodes;
-	struct
-	{
-		int32		nodeid;
-		char	   *name;
-		int32		port;
-		bool		active;
-		bool		answered;
-		char	   *result;
-	}		   *nodes;
-	TimestampTz now = GetCurrentTimestamp();
-	int			nestlevel;
 
-	InitMaterializedSRF(fcinfo, 0);
-	if (rsinfo->setDesc->natts != TTL_CITUS_NODES_COLS)
-		elog(ERROR, "ttl_index_citus_nodes: unexpected number of result columns %d",
-			 rsinfo->setDesc->natts);
-	if (!OidIsValid(get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("Citus is not installed in this database")));
-	nsp = ttl_catalog_namespace(false);
-	nspname = quote_identifier(get_namespace_name(nsp));
-
-	SPI_connect();
-	/* the caller's settings play no part in reading the answers */
-	nestlevel = ttl_parse_env_enter();
-
-	/* the policies: on a distributed table, or given to the nodes */
 	if (SPI_execute(psprintf("SELECT p.id, p.relid::pg_catalog.oid, p.created_at FROM %s.%s p"
 							 " WHERE p.id IN (SELECT m.id FROM %s.%s m)"
 							 "    OR EXISTS (SELECT FROM pg_catalog.pg_dist_partition d"
@@ -521,21 +498,26 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 		expected = lappend(expected, x);
 		MemoryContextSwitchTo(old);
 	}
-	if (expected == NIL)
-	{
-		ttl_parse_env_leave(nestlevel);
-		SPI_finish();
-		return (Datum) 0;
-	}
+	return expected;
+}
 
-	/* the nodes */
+/*
+ * ttl_citus_nodes_read
+ *		The primary nodes of pg_dist_node, in callcxt; *nnodes of them.
+ *		The caller is connected to SPI.
+ */
+static TtlCitusNode *
+ttl_citus_nodes_read(MemoryContext callcxt, int *nnodes)
+{
+	TtlCitusNode *nodes;
+
 	if (SPI_execute("SELECT n.nodeid, n.nodename::pg_catalog.text, n.nodeport, n.isactive"
 					"  FROM pg_catalog.pg_dist_node n WHERE n.noderole = 'primary'"
 					" ORDER BY n.groupid, n.nodeid", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_node");
-	nnodes = (int) SPI_processed;
-	nodes = MemoryContextAllocZero(callcxt, sizeof(*nodes) * Max(nnodes, 1));
-	for (int i = 0; i < nnodes; i++)
+	*nnodes = (int) SPI_processed;
+	nodes = MemoryContextAllocZero(callcxt, sizeof(TtlCitusNode) * Max(*nnodes, 1));
+	for (int i = 0; i < *nnodes; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		bool		isnull;
@@ -545,13 +527,24 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 		nodes[i].port = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
 		nodes[i].active = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
 	}
+	return nodes;
+}
 
-	/*
-	 * Each active node's state and counters, all nodes at once.  A node
-	 * other than the coordinator keeps its copy of policy N as -N
-	 * (TTL_CITUS_COPY_ID, catalog.c), apart from its own policies: only
-	 * those are asked for, and given back under the coordinator's id.
-	 */
+/*
+ * ttl_citus_nodes_ask
+ *		Each active node's state and counters, all nodes at once, into its
+ *		answered and result (in callcxt).  A node other than the
+ *		coordinator keeps its copy of policy N as -N (TTL_CITUS_COPY_ID,
+ *		catalog.c), apart from its own policies: only those are asked for,
+ *		and given back under the coordinator's id.  The caller is
+ *		connected to SPI.
+ */
+static void
+ttl_citus_nodes_ask(TtlCitusNode *nodes, int nnodes, const char *nspname,
+					MemoryContext callcxt)
+{
+	char	   *command;
+
 	command = psprintf("SELECT pg_catalog.json_build_object("
 					   "'state', %s.ttl_index_citus_node_state(),"
 					   "'policies', (SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object("
@@ -588,218 +581,340 @@ ttl_index_citus_nodes(PG_FUNCTION_ARGS)
 			nodes[i].result = MemoryContextStrdup(callcxt, result ? result : "");
 		}
 	}
+}
+
+/*
+ * ttl_citus_node_probe
+ *		The state of a node whose answer was an error (*error: that error),
+ *		asked again whether it has the extension: "node down" if it cannot
+ *		say, "no ttl_index" (and no error) if it has none, else "failed".
+ *		The caller is connected to SPI.
+ */
+static const char *
+ttl_citus_node_probe(TtlCitusNode *node, const char **error)
+{
+	const char *state = "failed";
+
+	*error = node->result;
+	ttl_citus_run_on(psprintf("ARRAY[%s]", quote_literal_cstr(node->name)),
+					 psprintf("ARRAY[%d]", node->port),
+					 "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'ttl_index'");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		char	   *probe = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
+			state = "node down";
+		else if (probe != NULL && strcmp(probe, "0") == 0)
+		{
+			state = "no ttl_index";
+			*error = NULL;
+		}
+	}
+	return state;
+}
+
+/*
+ * ttl_citus_node_answers
+ *		The state a node that answered says it is in, and its counters of
+ *		each policy (*answers, TtlCitusAnswer), in callcxt.  The caller is
+ *		connected to SPI.
+ */
+static const char *
+ttl_citus_node_answers(TtlCitusNode *node, MemoryContext callcxt, List **answers)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	const char *state;
+
+	values[0] = CStringGetTextDatum(node->result);
+	if (SPI_execute_with_args("SELECT s.j->>'state', x.policy_id, x.rows_deleted, x.errors,"
+							  " x.last_error, x.last_run, x.lag, x.expired_estimate,"
+							  " x.falling_behind"
+							  " FROM (SELECT $1::pg_catalog.json AS j) s"
+							  " LEFT JOIN LATERAL pg_catalog.json_to_recordset(s.j->'policies')"
+							  "  AS x(policy_id integer, rows_deleted bigint, errors bigint,"
+							  "       last_error text, last_run timestamptz, lag interval,"
+							  "       expired_estimate bigint, falling_behind boolean) ON true",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_processed == 0)
+		elog(ERROR, "could not read the answer of node %s:%d", node->name, node->port);
+	state = MemoryContextStrdup(callcxt, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		id = SPI_getbinval(tup, desc, 2, &isnull);
+		MemoryContext old;
+		TtlCitusAnswer *a;
+
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(callcxt);
+		a = palloc0(sizeof(TtlCitusAnswer));
+		a->id = DatumGetInt32(id);
+		for (int c = 0; c < lengthof(a->values); c++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, c + 2);
+			Datum		v = SPI_getbinval(tup, desc, c + 3, &a->nulls[c]);
+
+			a->values[c] = a->nulls[c] ? (Datum) 0 :
+				datumCopy(v, att->attbyval, att->attlen);
+		}
+		*answers = lappend(*answers, a);
+		MemoryContextSwitchTo(old);
+	}
+	return state;
+}
+
+/*
+ * ttl_citus_node_says
+ *		What is known of a node (see the top of the file): its state in
+ *		words, the error to show with it (*error, NULL if none) and, when
+ *		it answered, its counters of each policy (*answers, in callcxt).
+ *		The caller is connected to SPI.
+ */
+static const char *
+ttl_citus_node_says(TtlCitusNode *node, MemoryContext callcxt, const char **error,
+					List **answers)
+{
+	*error = NULL;
+	*answers = NIL;
+	if (!node->active)
+		return "node disabled";
+	if (node->result == NULL ||
+		strncmp(node->result, "failed to connect to", strlen("failed to connect to")) == 0)
+	{
+		*error = node->result;
+		return "node down";
+	}
+	/* why: the extension missing, or something else */
+	if (!node->answered)
+		return ttl_citus_node_probe(node, error);
+	return ttl_citus_node_answers(node, callcxt, answers);
+}
+
+/*
+ * ttl_citus_nodes_fresh
+ *		A row's counters as the node just said them (a): rows_deleted ..
+ *		falling_behind, with the totals that never go down (see the top of
+ *		the file), which c, the node's entry of the cache, records.
+ */
+static void
+ttl_citus_nodes_fresh(Datum *values, bool *nulls, TtlCitusCount *c,
+					  TtlCitusAnswer *a, TtlCitusNode *node, const char *state,
+					  TimestampTz now)
+{
+	for (int k = 0; k < 7; k++)
+	{
+		values[5 + k] = a->values[k];
+		nulls[5 + k] = a->nulls[k];
+	}
+	c->reported_rows = a->nulls[0] ? 0 : DatumGetInt64(a->values[0]);
+	c->reported_errors = a->nulls[1] ? 0 : DatumGetInt64(a->values[1]);
+	c->last_run = a->nulls[3] ? 0 : DatumGetTimestampTz(a->values[3]);
+	c->counted_at = now;
+	strlcpy(c->nodename, node->name, sizeof(c->nodename));
+	c->nodeport = node->port;
+	/* the totals, which never go down (see above) */
+	ttl_citus_count_add(c);
+	values[5] = Int64GetDatum(c->rows_deleted);
+	values[6] = Int64GetDatum(c->errors);
+	nulls[5] = nulls[6] = false;
+	values[12] = CStringGetTextDatum(state);
+	values[13] = BoolGetDatum(false);
+	values[14] = TimestampTzGetDatum(now);
+	nulls[12] = nulls[13] = nulls[14] = false;
+}
+
+/*
+ * ttl_citus_nodes_stale
+ *		A row's counters when the node said nothing of the policy: the last
+ *		known ones (c's, from the cache), stale; none: NULL.
+ */
+static void
+ttl_citus_nodes_stale(Datum *values, bool *nulls, TtlCitusCount *c,
+					  TtlCitusNode *node, const char *state, const char *error)
+{
+	values[12] = CStringGetTextDatum(node->answered ? "policy missing" : state);
+	values[13] = BoolGetDatum(true);
+	nulls[12] = nulls[13] = false;
+	if (ttl_citus_count_recall(c))
+	{
+		values[5] = Int64GetDatum(c->rows_deleted);
+		values[6] = Int64GetDatum(c->errors);
+		nulls[5] = nulls[6] = false;
+		if (c->last_run != 0)
+		{
+			values[8] = TimestampTzGetDatum(c->last_run);
+			nulls[8] = false;
+		}
+		values[14] = TimestampTzGetDatum(c->counted_at);
+		nulls[14] = false;
+	}
+	if (error != NULL)
+	{
+		values[7] = CStringGetTextDatum(error);
+		nulls[7] = false;
+	}
+}
+
+/*
+ * ttl_citus_nodes_put
+ *		The row of one policy (x) on one node: what the node said of it,
+ *		among its answers, else what is known.
+ */
+static void
+ttl_citus_nodes_put(ReturnSetInfo *rsinfo, TtlCitusExpected *x, TtlCitusNode *node,
+					List *answers, const char *state, const char *error,
+					TimestampTz now)
+{
+	TtlCitusAnswer *a = NULL;
+	Datum		values[TTL_CITUS_NODES_COLS];
+	bool		nulls[TTL_CITUS_NODES_COLS];
+	TtlCitusCount c;
+	ListCell   *lc;
+
+	foreach(lc, answers)
+	{
+		if (((TtlCitusAnswer *) lfirst(lc))->id == x->id)
+			a = (TtlCitusAnswer *) lfirst(lc);
+	}
+	memset(nulls, true, sizeof(nulls));
+	values[0] = Int32GetDatum(x->id);
+	nulls[0] = false;
+	values[1] = ObjectIdGetDatum(x->relid);
+	nulls[1] = false;
+	values[2] = CStringGetTextDatum(node->name);
+	nulls[2] = false;
+	values[3] = Int32GetDatum(node->port);
+	nulls[3] = false;
+	values[4] = BoolGetDatum(node->answered);
+	nulls[4] = false;
+
+	memset(&c, 0, sizeof(c));
+	c.dboid = MyDatabaseId;
+	c.policy_id = x->id;
+	c.made = x->made;
+	c.nodeid = node->nodeid;
+	if (a != NULL)
+		ttl_citus_nodes_fresh(values, nulls, &c, a, node, state, now);
+	else
+		ttl_citus_nodes_stale(values, nulls, &c, node, state, error);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * ttl_citus_nodes_removed
+ *		The rows of the nodes removed from the cluster since their counters
+ *		were read: their rows stay counted (state "node removed", reachable
+ *		NULL, stale), so that draining and removing a node takes nothing
+ *		from the sums.
+ */
+static void
+ttl_citus_nodes_removed(ReturnSetInfo *rsinfo, List *expected, TtlCitusNode *nodes,
+						int nnodes)
+{
+	int32	   *nodeids = palloc(sizeof(int32) * Max(nnodes, 1));
+	ListCell   *lc;
 
 	for (int i = 0; i < nnodes; i++)
+		nodeids[i] = nodes[i].nodeid;
+	foreach(lc, expected)
 	{
-		const char *state;
-		const char *error = NULL;
-		List	   *answers = NIL;
-		ListCell   *lc;
+		TtlCitusExpected *x = (TtlCitusExpected *) lfirst(lc);
+		int			n;
+		TtlCitusCount *gone = ttl_citus_count_removed(x->id, x->made, nodeids, nnodes, &n);
 
-		if (!nodes[i].active)
-			state = "node disabled";
-		else if (nodes[i].result == NULL ||
-				 strncmp(nodes[i].result, "failed to connect to", strlen("failed to connect to")) == 0)
+		for (int k = 0; k < n; k++)
 		{
-			state = "node down";
-			error = nodes[i].result;
-		}
-		else if (!nodes[i].answered)
-		{
-			/* why: the extension missing, or something else */
-			state = "failed";
-			error = nodes[i].result;
-			ttl_citus_run_on(psprintf("ARRAY[%s]", quote_literal_cstr(nodes[i].name)),
-							 psprintf("ARRAY[%d]", nodes[i].port),
-							 "SELECT count(*) FROM pg_catalog.pg_extension WHERE extname = 'ttl_index'");
-			if (SPI_processed == 1)
-			{
-				bool		isnull;
-				char	   *probe = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
-
-				if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)))
-					state = "node down";
-				else if (probe != NULL && strcmp(probe, "0") == 0)
-				{
-					state = "no ttl_index";
-					error = NULL;
-				}
-			}
-		}
-		else
-		{
-			Oid			argtypes[1] = {TEXTOID};
-			Datum		values[1];
-
-			values[0] = CStringGetTextDatum(nodes[i].result);
-			if (SPI_execute_with_args("SELECT s.j->>'state', x.policy_id, x.rows_deleted, x.errors,"
-									  " x.last_error, x.last_run, x.lag, x.expired_estimate,"
-									  " x.falling_behind"
-									  " FROM (SELECT $1::pg_catalog.json AS j) s"
-									  " LEFT JOIN LATERAL pg_catalog.json_to_recordset(s.j->'policies')"
-									  "  AS x(policy_id integer, rows_deleted bigint, errors bigint,"
-									  "       last_error text, last_run timestamptz, lag interval,"
-									  "       expired_estimate bigint, falling_behind boolean) ON true",
-									  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT ||
-				SPI_processed == 0)
-				elog(ERROR, "could not read the answer of node %s:%d", nodes[i].name, nodes[i].port);
-			state = MemoryContextStrdup(callcxt, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-			for (uint64 r = 0; r < SPI_processed; r++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[r];
-				TupleDesc	desc = SPI_tuptable->tupdesc;
-				bool		isnull;
-				Datum		id = SPI_getbinval(tup, desc, 2, &isnull);
-				MemoryContext old;
-				TtlCitusAnswer *a;
-
-				if (isnull)
-					continue;
-				old = MemoryContextSwitchTo(callcxt);
-				a = palloc0(sizeof(TtlCitusAnswer));
-				a->id = DatumGetInt32(id);
-				for (int c = 0; c < lengthof(a->values); c++)
-				{
-					Form_pg_attribute att = TupleDescAttr(desc, c + 2);
-					Datum		v = SPI_getbinval(tup, desc, c + 3, &a->nulls[c]);
-
-					a->values[c] = a->nulls[c] ? (Datum) 0 :
-						datumCopy(v, att->attbyval, att->attlen);
-				}
-				answers = lappend(answers, a);
-				MemoryContextSwitchTo(old);
-			}
-		}
-
-		foreach(lc, expected)
-		{
-			TtlCitusExpected *x = (TtlCitusExpected *) lfirst(lc);
-			TtlCitusAnswer *a = NULL;
 			Datum		values[TTL_CITUS_NODES_COLS];
 			bool		nulls[TTL_CITUS_NODES_COLS];
-			TtlCitusCount c;
-			ListCell   *lc2;
 
-			foreach(lc2, answers)
-			{
-				if (((TtlCitusAnswer *) lfirst(lc2))->id == x->id)
-					a = (TtlCitusAnswer *) lfirst(lc2);
-			}
 			memset(nulls, true, sizeof(nulls));
 			values[0] = Int32GetDatum(x->id);
-			nulls[0] = false;
 			values[1] = ObjectIdGetDatum(x->relid);
-			nulls[1] = false;
-			values[2] = CStringGetTextDatum(nodes[i].name);
-			nulls[2] = false;
-			values[3] = Int32GetDatum(nodes[i].port);
-			nulls[3] = false;
-			values[4] = BoolGetDatum(nodes[i].answered);
-			nulls[4] = false;
-
-			memset(&c, 0, sizeof(c));
-			c.dboid = MyDatabaseId;
-			c.policy_id = x->id;
-			c.made = x->made;
-			c.nodeid = nodes[i].nodeid;
-			if (a != NULL)
+			values[2] = CStringGetTextDatum(gone[k].nodename);
+			values[3] = Int32GetDatum(gone[k].nodeport);
+			values[5] = Int64GetDatum(gone[k].rows_deleted);
+			values[6] = Int64GetDatum(gone[k].errors);
+			values[12] = CStringGetTextDatum("node removed");
+			values[13] = BoolGetDatum(true);
+			values[14] = TimestampTzGetDatum(gone[k].counted_at);
+			nulls[0] = nulls[1] = nulls[2] = nulls[3] = false;
+			nulls[5] = nulls[6] = false;
+			nulls[12] = nulls[13] = nulls[14] = false;
+			if (gone[k].last_run != 0)
 			{
-				/* rows_deleted .. falling_behind, as the node said */
-				for (int k = 0; k < 7; k++)
-				{
-					values[5 + k] = a->values[k];
-					nulls[5 + k] = a->nulls[k];
-				}
-				c.reported_rows = a->nulls[0] ? 0 : DatumGetInt64(a->values[0]);
-				c.reported_errors = a->nulls[1] ? 0 : DatumGetInt64(a->values[1]);
-				c.last_run = a->nulls[3] ? 0 : DatumGetTimestampTz(a->values[3]);
-				c.counted_at = now;
-				strlcpy(c.nodename, nodes[i].name, sizeof(c.nodename));
-				c.nodeport = nodes[i].port;
-				/* the totals, which never go down (see above) */
-				ttl_citus_count_add(&c);
-				values[5] = Int64GetDatum(c.rows_deleted);
-				values[6] = Int64GetDatum(c.errors);
-				nulls[5] = nulls[6] = false;
-				values[12] = CStringGetTextDatum(state);
-				values[13] = BoolGetDatum(false);
-				values[14] = TimestampTzGetDatum(now);
-				nulls[12] = nulls[13] = nulls[14] = false;
-			}
-			else
-			{
-				/* the last known counters, stale (none: NULL) */
-				values[12] = CStringGetTextDatum(nodes[i].answered ? "policy missing" : state);
-				values[13] = BoolGetDatum(true);
-				nulls[12] = nulls[13] = false;
-				if (ttl_citus_count_recall(&c))
-				{
-					values[5] = Int64GetDatum(c.rows_deleted);
-					values[6] = Int64GetDatum(c.errors);
-					nulls[5] = nulls[6] = false;
-					if (c.last_run != 0)
-					{
-						values[8] = TimestampTzGetDatum(c.last_run);
-						nulls[8] = false;
-					}
-					values[14] = TimestampTzGetDatum(c.counted_at);
-					nulls[14] = false;
-				}
-				if (error != NULL)
-				{
-					values[7] = CStringGetTextDatum(error);
-					nulls[7] = false;
-				}
+				values[8] = TimestampTzGetDatum(gone[k].last_run);
+				nulls[8] = false;
 			}
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
+}
 
-	/*
-	 * The nodes removed from the cluster since their counters were read:
-	 * their rows stay counted (state "node removed", reachable NULL,
-	 * stale), so that draining and removing a node takes nothing from the
-	 * sums.
-	 */
+/*
+ * ttl_index_citus_nodes
+ *		Per node and policy on a distributed table, on the coordinator:
+ *		what the node says of it, or what is known (see above).  Nothing,
+ *		and no node asked, when there is no such policy.
+ */
+PG_FUNCTION_INFO_V1(ttl_index_citus_nodes);
+
+Datum
+ttl_index_citus_nodes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext callcxt = CurrentMemoryContext;
+	Oid			nsp;
+	const char *nspname;
+	List	   *expected;
+	int			nnodes;
+	TtlCitusNode *nodes;
+	TimestampTz now = GetCurrentTimestamp();
+	int			nestlevel;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != TTL_CITUS_NODES_COLS)
+		elog(ERROR, "ttl_index_citus_nodes: unexpected number of result columns %d",
+			 rsinfo->setDesc->natts);
+	if (!OidIsValid(get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("Citus is not installed in this database")));
+	nsp = ttl_catalog_namespace(false);
+	nspname = quote_identifier(get_namespace_name(nsp));
+
+	SPI_connect();
+	/* the caller's settings play no part in reading the answers */
+	nestlevel = ttl_parse_env_enter();
+
+	expected = ttl_citus_nodes_expected(nspname, callcxt);
+	if (expected == NIL)
 	{
-		int32	   *nodeids = palloc(sizeof(int32) * Max(nnodes, 1));
+		ttl_parse_env_leave(nestlevel);
+		SPI_finish();
+		return (Datum) 0;
+	}
+	nodes = ttl_citus_nodes_read(callcxt, &nnodes);
+	ttl_citus_nodes_ask(nodes, nnodes, nspname, callcxt);
+
+	for (int i = 0; i < nnodes; i++)
+	{
+		const char *error;
+		List	   *answers;
+		const char *state = ttl_citus_node_says(&nodes[i], callcxt, &error, &answers);
 		ListCell   *lc;
 
-		for (int i = 0; i < nnodes; i++)
-			nodeids[i] = nodes[i].nodeid;
 		foreach(lc, expected)
-		{
-			TtlCitusExpected *x = (TtlCitusExpected *) lfirst(lc);
-			int			n;
-			TtlCitusCount *gone = ttl_citus_count_removed(x->id, x->made, nodeids, nnodes, &n);
-
-			for (int k = 0; k < n; k++)
-			{
-				Datum		values[TTL_CITUS_NODES_COLS];
-				bool		nulls[TTL_CITUS_NODES_COLS];
-
-				memset(nulls, true, sizeof(nulls));
-				values[0] = Int32GetDatum(x->id);
-				values[1] = ObjectIdGetDatum(x->relid);
-				values[2] = CStringGetTextDatum(gone[k].nodename);
-				values[3] = Int32GetDatum(gone[k].nodeport);
-				values[5] = Int64GetDatum(gone[k].rows_deleted);
-				values[6] = Int64GetDatum(gone[k].errors);
-				values[12] = CStringGetTextDatum("node removed");
-				values[13] = BoolGetDatum(true);
-				values[14] = TimestampTzGetDatum(gone[k].counted_at);
-				nulls[0] = nulls[1] = nulls[2] = nulls[3] = false;
-				nulls[5] = nulls[6] = false;
-				nulls[12] = nulls[13] = nulls[14] = false;
-				if (gone[k].last_run != 0)
-				{
-					values[8] = TimestampTzGetDatum(gone[k].last_run);
-					nulls[8] = false;
-				}
-				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			}
-		}
+			ttl_citus_nodes_put(rsinfo, (TtlCitusExpected *) lfirst(lc), &nodes[i],
+								answers, state, error, now);
 	}
+	ttl_citus_nodes_removed(rsinfo, expected, nodes, nnodes);
+
 	ttl_parse_env_leave(nestlevel);
 	SPI_finish();
 	return (Datum) 0;

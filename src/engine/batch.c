@@ -1085,15 +1085,6 @@ ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
 }
 
 /*
- * ttl_batch_scan
- *		Range-scan the target's index from where the last batch stopped to
- *		the cutoff, taking each row (ttl_batch_take_row), then run the
- *		statement over the rows collected.  Returns whether it stopped at a
- *		bound (rows, time: more to do) rather than at the cutoff.  Sets *end
- *		to the last entry read (its key in keycxt).  The known-dead prefix
- *		(skip.c) is told of each page and of the first entry that is not
- *		dead.
- *
  * Resuming inside a run of one key.  The scan resumes at the key where the
  * last batch stopped, and steps over the entries of that key the last
  * batch read, without visiting the heap: those up to the heap TID it
@@ -1105,161 +1096,159 @@ ttl_batch_sweep(TtlBatch *b, TtlBatchResult *result)
  * index entries, not bounded by the batch's time (it is bounded by the
  * run), so that each batch gets past where the last one stopped.
  */
-static bool
-ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
-			   TtlScanEnd *end)
+typedef struct TtlStep
+{
+	bool		stepping;		/* among the entries an earlier batch read */
+	bool		by_tid;			/* the index orders equal keys by heap TID */
+	FmgrInfo	eq;				/* the key type's "=" */
+} TtlStep;
+
+/*
+ * ttl_scan_step_begin
+ *		Whether the scan starts by stepping over entries of its resume key
+ *		(it resumes inside a run of one key: after a heap TID, or after a
+ *		count of entries), and how it tells them.
+ */
+static void
+ttl_scan_step_begin(TtlBatch *b, TtlStep *step)
 {
 	TtlTarget  *t = b->target;
-	TtlTake		take;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	int64		seen = 0;
-	int64		jumps = 0;
-	BlockNumber last_block = InvalidBlockNumber;
-	bool		stopped = false;
-	TimestampTz now = GetCurrentTimestamp();
-	bool		stepping;
-	bool		by_tid = false;
-	bool		step_now = false;
-	FmgrInfo	eq;
 
-	ttl_take_begin(b, &take);
-	slot = table_slot_create(b->rel, NULL);
-	stepping = t->have_resume &&
+	step->by_tid = false;
+	step->stepping = t->have_resume &&
 		(ItemPointerIsValid(&t->resume_tid) || t->resume_dups > 0);
-	if (stepping)
+	if (step->stepping)
 	{
 		bool		allequalimage;
 
-		_bt_metaversion(b->irel, &by_tid, &allequalimage);
+		_bt_metaversion(b->irel, &step->by_tid, &allequalimage);
 		fmgr_info(get_opcode(get_opfamily_member(b->irel->rd_opfamily[0],
 												 t->keytype, t->keytype,
 												 BTEqualStrategyNumber)),
-				  &eq);
+				  &step->eq);
 	}
-	scan = ttl_batch_begin_scan(b);
-	end->have_last = false;
-	end->dups = 0;
-	end->advanced = false;
-	ItemPointerSetInvalid(&end->last_tid);
-	while (take.ntids < take.limit)
+}
+
+/*
+ * ttl_scan_step_over
+ *		Whether the entry of key at tid is one an earlier batch of the pass
+ *		read, which the scan steps over (it is then the last entry read,
+ *		end).  Sets *same to whether its key is that of the entry before,
+ *		or of the resume point.  The first entry not stepped over ends the
+ *		stepping.
+ */
+static bool
+ttl_scan_step_over(TtlBatch *b, TtlStep *step, TtlScanEnd *end, bool isnull,
+				   Datum key, ItemPointer tid, bool *same)
+{
+	TtlTarget  *t = b->target;
+
+	/* the same key as the entry before (or as the resume point) */
+	if (step->stepping)
+		*same = !isnull &&
+			DatumGetBool(FunctionCall2Coll(&step->eq, b->irel->rd_indcollation[0],
+										   key, t->resume_key));
+	else
+		*same = !isnull && end->have_last &&
+			datumIsEqual(key, end->last_key, t->keybyval, t->keylen);
+	if (step->stepping && *same &&
+		(step->by_tid ? ItemPointerCompare(tid, &t->resume_tid) <= 0 :
+		 end->dups < t->resume_dups))
 	{
-		bool		isnull;
-		Datum		key;
-		ItemPointer tid;
-		bool		dead;
-		bool		same;
-
-		CHECK_FOR_INTERRUPTS();
-		/* index_getnext_slot(), looking at the entries it would pass over */
-		if ((tid = index_getnext_tid(scan, ForwardScanDirection)) == NULL)
-			break;
-		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
-		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
-						 end->have_last, end->last_key);
-
-		/* the same key as the entry before (or as the resume point) */
-		if (stepping)
-			same = !isnull &&
-				DatumGetBool(FunctionCall2Coll(&eq, b->irel->rd_indcollation[0],
-											   key, t->resume_key));
-		else
-			same = !isnull && end->have_last &&
-				datumIsEqual(key, end->last_key, t->keybyval, t->keylen);
-		if (stepping && same &&
-			(by_tid ? ItemPointerCompare(tid, &t->resume_tid) <= 0 :
-			 end->dups < t->resume_dups))
-		{
-			/* read by an earlier batch of the pass: step over it */
-			end->dups++;
-			end->have_last = true;
-			end->last_key = t->resume_key;
-			continue;
-		}
-		if (stepping && !same)
-			end->dups = 0;
-		stepping = false;
-
-		/*
-		 * A row the filter failed on past the held set's bound (held.c,
-		 * pass.c): the batch stops before it when it has taken rows, else
-		 * steps over it and stops just past it, so that its resume point
-		 * is past it before another such row can fail a batch.
-		 */
-		if (t->have_step && ItemPointerEquals(tid, &t->step_tid))
-		{
-			if (take.ntids > 0)
-			{
-				stopped = true;
-				break;
-			}
-			t->have_step = false;
-			step_now = true;
-		}
-		end->advanced = true;
-		end->dups = same ? end->dups + 1 : 1;
-		ItemPointerCopy(tid, &end->last_tid);
-
-		seen++;
-		if (ItemPointerGetBlockNumber(tid) != last_block)
-			jumps++;
-		last_block = ItemPointerGetBlockNumber(tid);
-		end->have_last = !isnull;
-		if (end->have_last && t->keybyval)
-			end->last_key = key;
-		else if (end->have_last)
-		{
-			/* the index tuple goes with the scan: keep a copy */
-			MemoryContext old;
-
-			MemoryContextReset(keycxt);
-			old = MemoryContextSwitchTo(keycxt);
-			end->last_key = datumCopy(key, false, t->keylen);
-			MemoryContextSwitchTo(old);
-		}
-
-		if (step_now)
-			dead = false;		/* held, stepped over (above) */
-		else if (index_fetch_heap(scan, slot))
-			dead = ttl_batch_take_row(b, slot, isnull, key, now, &take, result);
-		else
-		{
-			/* no version visible to us: gone for good, or not yet there */
-			dead = !t->skip.tracking ||
-				ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
-		}
-		/* a row left in place, or deleted by a statement yet to run */
-		if (!dead && t->skip.tracking)
-			ttl_skip_stop(t);
-		if (step_now)
-		{
-			stopped = true;
-			break;
-		}
-
-		/* the engine's tests bound a batch by entries read, not by time */
-		if (EntryLimit > 0 && seen >= EntryLimit)
-		{
-			stopped = true;
-			break;
-		}
-		if (seen % TTL_CLOCK_EVERY == 0)
-		{
-			instr_time	elapsed;
-
-			INSTR_TIME_SET_CURRENT(elapsed);
-			INSTR_TIME_SUBTRACT(elapsed, b->start);
-			if (INSTR_TIME_GET_MILLISEC(elapsed) >= ttl_batch_time)
-			{
-				stopped = true;
-				break;
-			}
-		}
+		/* read by an earlier batch of the pass: step over it */
+		end->dups++;
+		end->have_last = true;
+		end->last_key = t->resume_key;
+		return true;
 	}
-	if (take.ntids >= take.limit)
-		stopped = true;
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	if (step->stepping && !*same)
+		end->dups = 0;
+	step->stepping = false;
+	return false;
+}
+
+/*
+ * ttl_scan_note
+ *		Record the entry of key at tid, read past where the scan resumed,
+ *		as the last entry read (end); same: its key is that of the entry
+ *		before.  A key not by value is copied into keycxt.
+ */
+static void
+ttl_scan_note(TtlTarget *t, TtlScanEnd *end, MemoryContext keycxt, bool isnull,
+			  Datum key, ItemPointer tid, bool same)
+{
+	end->advanced = true;
+	end->dups = same ? end->dups + 1 : 1;
+	ItemPointerCopy(tid, &end->last_tid);
+	end->have_last = !isnull;
+	if (end->have_last && t->keybyval)
+		end->last_key = key;
+	else if (end->have_last)
+	{
+		/* the index tuple goes with the scan: keep a copy */
+		MemoryContext old;
+
+		MemoryContextReset(keycxt);
+		old = MemoryContextSwitchTo(keycxt);
+		end->last_key = datumCopy(key, false, t->keylen);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * ttl_scan_visit
+ *		The row of the entry the scan is at (tid, key): taken
+ *		(ttl_batch_take_row), unless it is the held row the scan steps over
+ *		(held); when no version of it is visible, its entry is dead or not.
+ *		An entry not known dead ends the known-dead prefix (skip.c).
+ */
+static void
+ttl_scan_visit(TtlBatch *b, IndexScanDesc scan, TupleTableSlot *slot,
+			   ItemPointer tid, bool held, bool isnull, Datum key,
+			   TimestampTz now, TtlTake *take, TtlBatchResult *result)
+{
+	TtlTarget  *t = b->target;
+	bool		dead;
+
+	if (held)
+		dead = false;			/* held, stepped over (ttl_batch_scan) */
+	else if (index_fetch_heap(scan, slot))
+		dead = ttl_batch_take_row(b, slot, isnull, key, now, take, result);
+	else
+	{
+		/* no version visible to us: gone for good, or not yet there */
+		dead = !t->skip.tracking ||
+			ttl_skip_entry_dead(b->rel, tid, GetActiveSnapshot());
+	}
+	/* a row left in place, or deleted by a statement yet to run */
+	if (!dead && t->skip.tracking)
+		ttl_skip_stop(t);
+}
+
+/*
+ * ttl_scan_bound_reached
+ *		Whether the scan stops after the entries it has seen: the engine's
+ *		tests bound a batch by entries read, not by time; else when the
+ *		batch's time is up, looked at every TTL_CLOCK_EVERY entries.
+ */
+static bool
+ttl_scan_bound_reached(TtlBatch *b, int64 seen)
+{
+	if (EntryLimit > 0 && seen >= EntryLimit)
+		return true;
+	return seen % TTL_CLOCK_EVERY == 0 && ttl_batch_time_up(b);
+}
+
+/*
+ * ttl_scan_done
+ *		After the scan, before the statement runs: whether the target is
+ *		scattered, from the entries seen and the jumps between heap pages
+ *		among them; and where the next batch resumes.
+ */
+static void
+ttl_scan_done(TtlBatch *b, TtlScanEnd *end, int64 seen, int64 jumps)
+{
+	TtlTarget  *t = b->target;
 
 	/*
 	 * Whether the target is scattered: most entries in key order point at
@@ -1281,6 +1270,95 @@ ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
 		Assert(ttl_batch_moves_on(b, end->last_key, &end->last_tid));
 		ttl_batch_resume_at(b->pass, t, end->last_key, &end->last_tid, end->dups);
 	}
+}
+
+/*
+ * ttl_batch_scan
+ *		Range-scan the target's index from where the last batch stopped to
+ *		the cutoff, taking each row (ttl_batch_take_row), then run the
+ *		statement over the rows collected.  Returns whether it stopped at a
+ *		bound (rows, time: more to do) rather than at the cutoff.  Sets *end
+ *		to the last entry read (its key in keycxt).  The known-dead prefix
+ *		(skip.c) is told of each page and of the first entry that is not
+ *		dead.  A scan that resumes inside a run of one key first steps over
+ *		the entries of it an earlier batch read (TtlStep).
+ */
+static bool
+ttl_batch_scan(TtlBatch *b, TtlBatchResult *result, MemoryContext keycxt,
+			   TtlScanEnd *end)
+{
+	TtlTarget  *t = b->target;
+	TtlTake		take;
+	TtlStep		step;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	int64		seen = 0;
+	int64		jumps = 0;
+	BlockNumber last_block = InvalidBlockNumber;
+	bool		stopped = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	ttl_take_begin(b, &take);
+	slot = table_slot_create(b->rel, NULL);
+	ttl_scan_step_begin(b, &step);
+	scan = ttl_batch_begin_scan(b);
+	end->have_last = false;
+	end->dups = 0;
+	end->advanced = false;
+	ItemPointerSetInvalid(&end->last_tid);
+	while (take.ntids < take.limit)
+	{
+		bool		isnull;
+		Datum		key;
+		ItemPointer tid;
+		bool		same;
+		bool		held = false;
+
+		CHECK_FOR_INTERRUPTS();
+		/* index_getnext_slot(), looking at the entries it would pass over */
+		if ((tid = index_getnext_tid(scan, ForwardScanDirection)) == NULL)
+			break;
+		key = index_getattr(scan->xs_itup, 1, scan->xs_itupdesc, &isnull);
+		ttl_skip_on_page(t, b->irel, ((BTScanOpaque) scan->opaque)->currPos.currPage,
+						 end->have_last, end->last_key);
+		if (ttl_scan_step_over(b, &step, end, isnull, key, tid, &same))
+			continue;
+
+		/*
+		 * A row the filter failed on past the held set's bound (held.c,
+		 * pass.c): the batch stops before it when it has taken rows, else
+		 * steps over it and stops just past it, so that its resume point
+		 * is past it before another such row can fail a batch.
+		 */
+		if (t->have_step && ItemPointerEquals(tid, &t->step_tid))
+		{
+			if (take.ntids > 0)
+			{
+				stopped = true;
+				break;
+			}
+			t->have_step = false;
+			held = true;
+		}
+		ttl_scan_note(t, end, keycxt, isnull, key, tid, same);
+		seen++;
+		if (ItemPointerGetBlockNumber(tid) != last_block)
+			jumps++;
+		last_block = ItemPointerGetBlockNumber(tid);
+
+		ttl_scan_visit(b, scan, slot, tid, held, isnull, key, now, &take, result);
+		if (held || ttl_scan_bound_reached(b, seen))
+		{
+			stopped = true;
+			break;
+		}
+	}
+	if (take.ntids >= take.limit)
+		stopped = true;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+
+	ttl_scan_done(b, end, seen, jumps);
 	ttl_take_end(b, &take, result);
 	return stopped;
 }

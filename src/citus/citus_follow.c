@@ -438,45 +438,23 @@ ttl_citus_refuse_set(TtlCitusHeld *h, Oid relid)
 }
 
 /*
- * ttl_citus_span_end
- *		After a followed call (see above): each held policy follows its
- *		table, and one whose table changed kind is written again for the
- *		nodes.  Frees the span.
+ * ttl_citus_catalog_now
+ *		The catalog after a followed call: its policies' tables and those
+ *		tables' kinds, by policy id (TtlCitusNow), in the span's memory.
+ *		The caller is connected to SPI.
  */
-static void
-ttl_citus_span_end(TtlCitusSpan *span)
+static HTAB *
+ttl_citus_catalog_now(TtlCitusSpan *span, const char *qualified)
 {
-	Oid			nsp;
-	Oid			catalog;
 	HTAB	   *now;
 	HASHCTL		ctl;
-	List	   *touch = NIL;
-	ListCell   *lc;
-	bool		snapshot;
-	char	   *qualified;
 
-	if (span->held == NIL || !IsTransactionState() ||
-		!OidIsValid(nsp = ttl_catalog_namespace(true)) ||
-		!OidIsValid(catalog = get_relname_relid(TTL_CATALOG_NAME, nsp)))
-	{
-		MemoryContextDelete(span->cxt);
-		return;
-	}
-	qualified = quote_qualified_identifier(get_namespace_name(nsp), TTL_CATALOG_NAME);
-
-	/* the catalog now: id -> relid, and that table's kind */
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(int32);
 	ctl.entrysize = sizeof(TtlCitusNow);
 	ctl.hcxt = span->cxt;
 	now = hash_create("ttl_index Citus follow", 64, &ctl,
 					  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
-	CommandCounterIncrement();
-	snapshot = !ActiveSnapshotSet();
-	if (snapshot)
-		PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
 	if (ttl_citus_as_owner(psprintf("SELECT p.id, p.relid::pg_catalog.oid, " TTL_CITUS_KIND_SQL
 									" FROM %s p", qualified), 0, NULL, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the ttl_index policy catalog");
@@ -493,6 +471,137 @@ ttl_citus_span_end(TtlCitusSpan *span)
 		k = SPI_getbinval(tup, desc, 3, &isnull);
 		e->kind = isnull ? 0 : TextDatumGetCString(k)[0];
 	}
+	return now;
+}
+
+/*
+ * ttl_citus_follow
+ *		A held policy whose table goes by another relation now (x): the
+ *		policy follows it (its catalog row written again for x, in place
+ *		of the old one while the catalog still has it, and its TTL indexes
+ *		marked ours again), unless x is a kind of Citus table no node
+ *		purges (refused, or left to Citus's own session), or not a table of
+ *		the same owner (the policy goes with the old table).  The caller is
+ *		connected to SPI.
+ */
+static void
+ttl_citus_follow(TtlCitusHeld *h, bool in_catalog, Oid x, Oid catalog,
+				 const char *qualified)
+{
+	char		xkind = ttl_citus_kind_char(ttl_citus_kind(x));
+	HeapTuple	ctup = SearchSysCache1(RELOID, ObjectIdGetDatum(x));
+	Oid			xowner = InvalidOid;
+	char		xrelkind = 0;
+	Oid			argtypes[2];
+	Datum		values[2];
+	ListCell   *lc;
+
+	if (HeapTupleIsValid(ctup))
+	{
+		xowner = ((Form_pg_class) GETSTRUCT(ctup))->relowner;
+		xrelkind = ((Form_pg_class) GETSTRUCT(ctup))->relkind;
+		ReleaseSysCache(ctup);
+	}
+	if (xkind == 'r' || xkind == 'l' || (xkind == 'd' && h->archives))
+	{
+		ttl_citus_refuse_kind(h, xkind);
+		return;					/* Citus's own session: stay on the rows */
+	}
+	if (xkind == 'd')
+		ttl_citus_refuse_set(h, x);
+	if (xowner != h->owner ||
+		(xrelkind != RELKIND_RELATION && xrelkind != RELKIND_PARTITIONED_TABLE))
+	{
+		if (!in_catalog)
+			ereport(WARNING,
+					(errmsg("the TTL policy of table \"%s\" is dropped with it",
+							h->relname),
+					 errdetail("The table that replaces it is not a table of the same owner.")));
+		return;
+	}
+	argtypes[0] = INT4OID;
+	values[0] = Int32GetDatum(h->id);
+	if (in_catalog)
+		ttl_citus_as_owner(psprintf("DELETE FROM %s WHERE id = $1", qualified),
+						   1, argtypes, values);
+	argtypes[0] = get_rel_type_id(catalog);
+	values[0] = h->row;
+	argtypes[1] = OIDOID;
+	values[1] = ObjectIdGetDatum(x);
+	ttl_citus_as_owner(psprintf("INSERT INTO %s SELECT (pg_catalog.jsonb_populate_record($1,"
+								" pg_catalog.jsonb_build_object('relid', $2, 'created_index', NULL))).*",
+								qualified),
+					   2, argtypes, values);
+	/* its TTL index, rebuilt under the same name, is ours again */
+	foreach(lc, h->indexes)
+	{
+		Oid			idx = get_relname_relid((char *) lfirst(lc), get_rel_namespace(x));
+
+		if (OidIsValid(idx) && IndexGetRelation(idx, true) == x &&
+			GetComment(idx, RelationRelationId, 0) == NULL)
+			CreateComments(idx, RelationRelationId, 0, TTL_INDEX_COMMENT);
+	}
+	CommandCounterIncrement();
+}
+
+/*
+ * ttl_citus_rewrite
+ *		Write the policies of ids (a List of int) again, as they are, so
+ *		that the sync trigger gives them to the nodes, or takes them back:
+ *		their tables changed kind.  The caller is connected to SPI.
+ */
+static void
+ttl_citus_rewrite(List *ids, const char *qualified)
+{
+	Oid			argtypes[1] = {INT4ARRAYOID};
+	Datum		values[1];
+	Datum	   *elems = palloc(sizeof(Datum) * list_length(ids));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, ids)
+		elems[n++] = Int32GetDatum(lfirst_int(lc));
+	values[0] = PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32),
+												true, TYPALIGN_INT));
+	ttl_citus_as_owner(psprintf("UPDATE %s SET relid = relid WHERE id = ANY ($1)",
+								qualified),
+					   1, argtypes, values);
+	CommandCounterIncrement();
+}
+
+/*
+ * ttl_citus_span_end
+ *		After a followed call (see above): each held policy follows its
+ *		table, and one whose table changed kind is written again for the
+ *		nodes.  Frees the span.
+ */
+static void
+ttl_citus_span_end(TtlCitusSpan *span)
+{
+	Oid			nsp;
+	Oid			catalog;
+	HTAB	   *now;
+	List	   *touch = NIL;
+	ListCell   *lc;
+	bool		snapshot;
+	char	   *qualified;
+
+	if (span->held == NIL || !IsTransactionState() ||
+		!OidIsValid(nsp = ttl_catalog_namespace(true)) ||
+		!OidIsValid(catalog = get_relname_relid(TTL_CATALOG_NAME, nsp)))
+	{
+		MemoryContextDelete(span->cxt);
+		return;
+	}
+	qualified = quote_qualified_identifier(get_namespace_name(nsp), TTL_CATALOG_NAME);
+
+	CommandCounterIncrement();
+	snapshot = !ActiveSnapshotSet();
+	if (snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	/* the catalog now: id -> relid, and that table's kind */
+	now = ttl_citus_catalog_now(span, qualified);
 
 	PG_TRY();
 	{
@@ -517,61 +626,7 @@ ttl_citus_span_end(TtlCitusSpan *span)
 			if (OidIsValid(x) && x != h->relid && (e == NULL || cur == h->relid) &&
 				ttl_citus_locked_by_me(x))
 			{
-				/* the table goes by another relation now: follow it */
-				char		xkind = ttl_citus_kind_char(ttl_citus_kind(x));
-				HeapTuple	ctup = SearchSysCache1(RELOID, ObjectIdGetDatum(x));
-				Oid			xowner = InvalidOid;
-				char		xrelkind = 0;
-				Oid			argtypes[2];
-				Datum		values[2];
-				ListCell   *lc2;
-
-				if (HeapTupleIsValid(ctup))
-				{
-					xowner = ((Form_pg_class) GETSTRUCT(ctup))->relowner;
-					xrelkind = ((Form_pg_class) GETSTRUCT(ctup))->relkind;
-					ReleaseSysCache(ctup);
-				}
-				if (xkind == 'r' || xkind == 'l' || (xkind == 'd' && h->archives))
-				{
-					ttl_citus_refuse_kind(h, xkind);
-					continue;	/* Citus's own session: stay on the rows */
-				}
-				if (xkind == 'd')
-					ttl_citus_refuse_set(h, x);
-				if (xowner != h->owner ||
-					(xrelkind != RELKIND_RELATION && xrelkind != RELKIND_PARTITIONED_TABLE))
-				{
-					if (e == NULL)
-						ereport(WARNING,
-								(errmsg("the TTL policy of table \"%s\" is dropped with it",
-										h->relname),
-								 errdetail("The table that replaces it is not a table of the same owner.")));
-					continue;
-				}
-				argtypes[0] = INT4OID;
-				values[0] = Int32GetDatum(h->id);
-				if (e != NULL)
-					ttl_citus_as_owner(psprintf("DELETE FROM %s WHERE id = $1", qualified),
-									   1, argtypes, values);
-				argtypes[0] = get_rel_type_id(catalog);
-				values[0] = h->row;
-				argtypes[1] = OIDOID;
-				values[1] = ObjectIdGetDatum(x);
-				ttl_citus_as_owner(psprintf("INSERT INTO %s SELECT (pg_catalog.jsonb_populate_record($1,"
-											" pg_catalog.jsonb_build_object('relid', $2, 'created_index', NULL))).*",
-											qualified),
-								   2, argtypes, values);
-				/* its TTL index, rebuilt under the same name, is ours again */
-				foreach(lc2, h->indexes)
-				{
-					Oid			idx = get_relname_relid((char *) lfirst(lc2), get_rel_namespace(x));
-
-					if (OidIsValid(idx) && IndexGetRelation(idx, true) == x &&
-						GetComment(idx, RelationRelationId, 0) == NULL)
-						CreateComments(idx, RelationRelationId, 0, TTL_INDEX_COMMENT);
-				}
-				CommandCounterIncrement();
+				ttl_citus_follow(h, e != NULL, x, catalog, qualified);
 				continue;
 			}
 
@@ -584,25 +639,8 @@ ttl_citus_span_end(TtlCitusSpan *span)
 				ttl_citus_refuse_set(h, cur);
 			touch = lappend_int(touch, h->id);
 		}
-
 		if (touch != NIL)
-		{
-			Oid			argtypes[1] = {INT4ARRAYOID};
-			Datum		values[1];
-			Datum	   *ids = palloc(sizeof(Datum) * list_length(touch));
-			int			n = 0;
-			ListCell   *lc3;
-
-			foreach(lc3, touch)
-				ids[n++] = Int32GetDatum(lfirst_int(lc3));
-			values[0] = PointerGetDatum(construct_array(ids, n, INT4OID, sizeof(int32),
-														true, TYPALIGN_INT));
-			/* the sync trigger gives it to the nodes, or takes it back */
-			ttl_citus_as_owner(psprintf("UPDATE %s SET relid = relid WHERE id = ANY ($1)",
-										qualified),
-							   1, argtypes, values);
-			CommandCounterIncrement();
-		}
+			ttl_citus_rewrite(touch, qualified);
 	}
 	PG_FINALLY();
 	{

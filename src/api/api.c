@@ -329,6 +329,23 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_RESET			16	/* ttl_alter_index() only */
 
 /*
+ * ttl_api_action_arg
+ *		Refuse an action without the argument only it takes (arg, given or
+ *		not), or that argument with another action: is_action says whether
+ *		the policy's action is that one (action).
+ */
+static void
+ttl_api_action_arg(bool is_action, bool given, const char *action, const char *arg)
+{
+	if (is_action != given)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 is_action ?
+				 errmsg("action '%s' needs %s", action, arg) :
+				 errmsg("%s is only for action '%s'", arg, action)));
+}
+
+/*
  * ttl_api_options
  *		Read and check the options of ttl_create_index() that do not need
  *		the table: batch size, rate limit, unit, action.  Fills policy.
@@ -404,24 +421,12 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("action must be 'delete', 'archive', 'soft_delete' or 'anonymize', not \"%s\"", *action)));
 
-	if ((policy->action == TTL_ACTION_ARCHIVE) != OidIsValid(policy->archive_relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 policy->action == TTL_ACTION_ARCHIVE ?
-				 errmsg("action 'archive' needs archive_table") :
-				 errmsg("archive_table is only for action 'archive'")));
-	if ((policy->action == TTL_ACTION_SOFT_DELETE) != (policy->soft_column != NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 policy->action == TTL_ACTION_SOFT_DELETE ?
-				 errmsg("action 'soft_delete' needs soft_delete_column") :
-				 errmsg("soft_delete_column is only for action 'soft_delete'")));
-	if ((policy->action == TTL_ACTION_ANONYMIZE) != (policy->set_columns != NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 policy->action == TTL_ACTION_ANONYMIZE ?
-				 errmsg("action 'anonymize' needs set_columns") :
-				 errmsg("set_columns is only for action 'anonymize'")));
+	ttl_api_action_arg(policy->action == TTL_ACTION_ARCHIVE,
+					   OidIsValid(policy->archive_relid), "archive", "archive_table");
+	ttl_api_action_arg(policy->action == TTL_ACTION_SOFT_DELETE,
+					   policy->soft_column != NULL, "soft_delete", "soft_delete_column");
+	ttl_api_action_arg(policy->action == TTL_ACTION_ANONYMIZE,
+					   policy->set_columns != NULL, "anonymize", "set_columns");
 	if (policy->max_rows > 0 && policy->action != TTL_ACTION_DELETE &&
 		policy->action != TTL_ACTION_ARCHIVE)
 		ereport(ERROR,

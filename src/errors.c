@@ -2,9 +2,10 @@
  *
  * errors.c
  *	  Handling the errors user code and batches raise: catching one in an
- *	  internal subtransaction (ttl_error_catch_subxact) or in a transaction
- *	  of its own (ttl_error_catch_xact: the worker's and helpers' batches,
- *	  the worker's probes, the replication origin's set-up and drops),
+ *	  internal subtransaction (ttl_error_try, ttl_error_catch_subxact) or
+ *	  in a transaction of its own (ttl_error_catch_xact: the worker's and
+ *	  helpers' batches, the worker's probes, the replication origin's
+ *	  set-up and drops),
  *	  telling a cancel or shutdown that must reach the caller
  *	  (ttl_error_is_cancel), and logging a batch's error as autovacuum
  *	  logs a failed table (ttl_error_log): the original error (its
@@ -59,6 +60,39 @@ ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner)
 	CurrentResourceOwner = owner;
 	if (ttl_error_is_cancel(edata->sqlerrcode))
 		ReThrowError(edata);
+	return edata;
+}
+
+/*
+ * ttl_error_try
+ *		Run fn(arg) in an internal subtransaction: NULL when it returns
+ *		(the subtransaction committed), else the error it raised, copied
+ *		into the caller's memory context, the caller's to report and free
+ *		(ttl_error_catch_subxact: a cancel or a shutdown request is thrown
+ *		again).  Either way the caller's memory context and resource owner
+ *		are current again.
+ */
+ErrorData *
+ttl_error_try(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		edata = ttl_error_catch_subxact(cxt, owner);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
 	return edata;
 }
 

@@ -86,6 +86,7 @@ typedef struct TtlXactWork
 
 extern bool ttl_error_is_cancel(int sqlerrcode);
 extern ErrorData *ttl_error_catch_subxact(MemoryContext cxt, ResourceOwner owner);
+extern ErrorData *ttl_error_try(void (*fn) (void *arg), void *arg);
 extern ErrorData *ttl_error_catch_xact(MemoryContext cxt, const TtlXactWork *work);
 extern void ttl_error_log(ErrorData *edata, int elevel, const char *fmt,...)
 			pg_attribute_printf(3, 4);

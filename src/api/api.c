@@ -1609,6 +1609,26 @@ ttl_api_check_one(TtlPolicy *p, Relation rel, const char *command)
 	error_context_stack = errcallback.previous;
 }
 
+/* ttl_api_check_one's arguments, for ttl_error_try */
+typedef struct TtlApiCheck
+{
+	TtlPolicy  *policy;
+	Relation	rel;
+	const char *command;
+} TtlApiCheck;
+
+/*
+ * ttl_api_check_one_try
+ *		ttl_api_check_one, as ttl_error_try calls it.
+ */
+static void
+ttl_api_check_one_try(void *arg)
+{
+	TtlApiCheck *check = (TtlApiCheck *) arg;
+
+	ttl_api_check_one(check->policy, check->rel, check->command);
+}
+
 /*
  * ttl_api_zone_follows
  *		After ALTER TABLE: a column that became timestamp or date takes the
@@ -1705,24 +1725,9 @@ ttl_index_check_policy(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		MemoryContext cxt = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
-		ErrorData  *edata = NULL;
+		TtlApiCheck check = {p, rel, command};
+		ErrorData  *edata = ttl_error_try(ttl_api_check_one_try, &check);
 
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		PG_TRY();
-		{
-			ttl_api_check_one(p, rel, command);
-			ReleaseCurrentSubTransaction();
-		}
-		PG_CATCH();
-		{
-			edata = ttl_error_catch_subxact(cxt, owner);
-		}
-		PG_END_TRY();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
 		if (edata != NULL && p->enabled)
 			ttl_api_pause_policy(p, edata->message);
 	}

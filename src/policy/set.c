@@ -644,6 +644,30 @@ ttl_set_store_values(Relation rel, List *cols, MemoryContext cxt, TtlSetRefusal 
 	FreeExecutorState(estate);
 }
 
+/* ttl_set_store_values's arguments, for ttl_error_try */
+typedef struct TtlSetStore
+{
+	Relation	rel;
+	List	   *cols;
+	MemoryContext cxt;
+	TtlSetRefusal *r;
+} TtlSetStore;
+
+/*
+ * ttl_set_store_as_owner
+ *		ttl_set_store_values as rel's owner, as ttl_error_try calls it.
+ */
+static void
+ttl_set_store_as_owner(void *arg)
+{
+	TtlSetStore *store = (TtlSetStore *) arg;
+	TtlOwnerSave save;
+
+	ttl_owner_enter(store->rel->rd_rel->relowner, &save);
+	ttl_set_store_values(store->rel, store->cols, store->cxt, store->r);
+	ttl_owner_leave(&save);
+}
+
 /*
  * ttl_set_storable
  *		The one rule a set list must meet on a table (see the top of the
@@ -657,31 +681,12 @@ ttl_set_store_values(Relation rel, List *cols, MemoryContext cxt, TtlSetRefusal 
 static void
 ttl_set_storable(Relation rel, List *cols)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	ErrorData  *edata = NULL;
 	TtlSetRefusal *r = palloc0(sizeof(TtlSetRefusal));
+	TtlSetStore store = {rel, cols, CurrentMemoryContext, r};
+	ErrorData  *edata;
 	char	   *value;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		TtlOwnerSave save;
-
-		ttl_owner_enter(rel->rd_rel->relowner, &save);
-		ttl_set_store_values(rel, cols, cxt, r);
-		ttl_owner_leave(&save);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		edata = ttl_error_catch_subxact(cxt, owner);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-
+	edata = ttl_error_try(ttl_set_store_as_owner, &store);
 	if (edata == NULL && r->why == NULL)
 		return;
 	Assert(r->bad != NULL);
@@ -777,6 +782,32 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 	ttl_set_check_children(rel, policy, text);
 }
 
+/* ttl_set_recheck's table and policy, for ttl_error_try */
+typedef struct TtlSetRecheck
+{
+	Relation	rel;
+	TtlPolicy  *policy;
+} TtlSetRecheck;
+
+/*
+ * ttl_set_recheck_tables
+ *		The body of ttl_set_recheck, as ttl_error_try calls it: the rule on
+ *		the table, then on each of its partitions and children.
+ */
+static void
+ttl_set_recheck_tables(void *arg)
+{
+	TtlSetRecheck *recheck = (TtlSetRecheck *) arg;
+	Relation	rel = recheck->rel;
+	TtlPolicy  *policy = recheck->policy;
+	AttrNumber	ttl_attnum = policy->ttl_column ?
+		get_attnum(RelationGetRelid(rel), policy->ttl_column) : 0;
+
+	ttl_set_storable(rel, ttl_set_parse(rel, policy->set_columns, true,
+										policy->attnum, ttl_attnum));
+	ttl_set_check_children(rel, policy, policy->set_columns);
+}
+
 /*
  * ttl_set_recheck
  *		After DDL on the table of an anonymize policy (the event triggers,
@@ -789,31 +820,12 @@ ttl_set_check(Relation rel, TtlPolicy *policy)
 void
 ttl_set_recheck(Relation rel, TtlPolicy *policy, const char *command)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	ErrorData  *edata = NULL;
+	TtlSetRecheck recheck = {rel, policy};
+	ErrorData  *edata;
 
 	if (policy->set_columns == NULL)
 		return;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		AttrNumber	ttl_attnum = policy->ttl_column ?
-			get_attnum(RelationGetRelid(rel), policy->ttl_column) : 0;
-
-		ttl_set_storable(rel, ttl_set_parse(rel, policy->set_columns, true,
-											policy->attnum, ttl_attnum));
-		ttl_set_check_children(rel, policy, policy->set_columns);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		edata = ttl_error_catch_subxact(cxt, owner);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
+	edata = ttl_error_try(ttl_set_recheck_tables, &recheck);
 	if (edata == NULL)
 		return;
 	ereport(ERROR,

@@ -775,6 +775,26 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	result->ntids = 0;
 }
 
+/*
+ * ttl_batch_forget_rows
+ *		Free the rows of the statement in flight that result records
+ *		(ttl_batch_statement: in the pass's memory, for a caller whose
+ *		transaction fails to retry in parts), and forget them.
+ */
+void
+ttl_batch_forget_rows(TtlBatchResult *result)
+{
+	if (result->tids != NULL)
+	{
+		pfree(result->tids);
+		pfree(result->xmins);
+		pfree(result->capped_rows);
+	}
+	result->tids = NULL;
+	result->xmins = NULL;
+	result->capped_rows = NULL;
+}
+
 /* ----------
  * A batch: scan and act
  * ----------
@@ -991,18 +1011,14 @@ ttl_take_begin(TtlBatch *b, TtlTake *take)
 static void
 ttl_take_end(TtlBatch *b, TtlTake *take, TtlBatchResult *result)
 {
-	if (!take->direct)
-	{
-		if (take->ntids > 0)
-			ttl_batch_statement(b, take->tids, take->xmins, take->capped,
-								take->ntids, result);
-		pfree(take->tids);
-		pfree(take->xmins);
-		pfree(take->capped);
-	}
-	result->tids = NULL;
-	result->xmins = NULL;
-	result->capped_rows = NULL;
+	if (!take->direct && take->ntids > 0)
+		ttl_batch_statement(b, take->tids, take->xmins, take->capped,
+							take->ntids, result);
+	/* the rows collected (none on the direct path), recorded or not */
+	result->tids = take->tids;
+	result->xmins = take->xmins;
+	result->capped_rows = take->capped;
+	ttl_batch_forget_rows(result);
 }
 
 /*
@@ -1543,12 +1559,8 @@ ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 
 		t->retry = list_delete_first(t->retry);
 		ttl_batch_statement(&b, g->tids, g->xmins, g->capped, g->n, result);
-		result->tids = NULL;
-		result->xmins = NULL;
-		result->capped_rows = NULL;
-		pfree(g->tids);
-		pfree(g->xmins);
-		pfree(g->capped);
+		/* the statement recorded the group's rows in the result */
+		ttl_batch_forget_rows(result);
 		pfree(g);
 		ttl_batch_end(&b);
 		ttl_batch_adapt(&b, result, result->deleted + result->left);

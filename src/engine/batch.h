@@ -17,6 +17,7 @@
 extern TtlBatchOutcome ttl_batch_run(TtlPolicy *policy, TtlPass *pass,
 									 TtlTarget *t, TtlBatchResult *result);
 extern void ttl_batch_resume_from(TtlPass *pass, TtlTarget *t, Datum key);
+extern void ttl_batch_forget_rows(TtlBatchResult *result);
 extern bool ttl_batch_active(void);
 extern void ttl_batch_set_active(bool on);
 extern void ttl_batch_set_constraints_immediate(bool on);

@@ -452,11 +452,6 @@ ttl_pass_isolate(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *failed,
 		t->retry = lcons(g, t->retry);
 	}
 	MemoryContextSwitchTo(old);
-	pfree(failed->tids);
-	pfree(failed->xmins);
-	pfree(failed->capped_rows);
-	failed->tids = NULL;
-	failed->xmins = NULL;
-	failed->capped_rows = NULL;
+	ttl_batch_forget_rows(failed);
 	return true;
 }

@@ -489,19 +489,14 @@ ttl_citus_follow(TtlCitusHeld *h, bool in_catalog, Oid x, Oid catalog,
 				 const char *qualified)
 {
 	char		xkind = ttl_citus_kind_char(ttl_citus_kind(x));
-	HeapTuple	ctup = SearchSysCache1(RELOID, ObjectIdGetDatum(x));
-	Oid			xowner = InvalidOid;
-	char		xrelkind = 0;
+	FormData_pg_class xform;
+	bool		found = ttl_rel_class(x, &xform);
+	Oid			xowner = found ? xform.relowner : InvalidOid;
+	char		xrelkind = found ? xform.relkind : 0;
 	Oid			argtypes[2];
 	Datum		values[2];
 	ListCell   *lc;
 
-	if (HeapTupleIsValid(ctup))
-	{
-		xowner = ((Form_pg_class) GETSTRUCT(ctup))->relowner;
-		xrelkind = ((Form_pg_class) GETSTRUCT(ctup))->relkind;
-		ReleaseSysCache(ctup);
-	}
 	if (xkind == 'r' || xkind == 'l' || (xkind == 'd' && h->archives))
 	{
 		ttl_citus_refuse_kind(h, xkind);

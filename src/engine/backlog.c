@@ -31,6 +31,7 @@
 #include "engine/engine.h"
 #include "policy/policy.h"
 #include "citus/citus.h"
+#include "env/env.h"
 
 /*
  * ttl_backlog_tuples
@@ -41,20 +42,16 @@
 static double
 ttl_backlog_tuples(Oid relid)
 {
-	HeapTuple	tup;
-	Form_pg_class form;
+	FormData_pg_class form;
 	double		reltuples;
 	BlockNumber relpages;
 	BlockNumber curpages;
 	Relation	rel;
 
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
+	if (!ttl_rel_class(relid, &form))
 		return -1;
-	form = (Form_pg_class) GETSTRUCT(tup);
-	reltuples = form->reltuples;
-	relpages = form->relpages;
-	ReleaseSysCache(tup);
+	reltuples = form.reltuples;
+	relpages = form.relpages;
 
 	if (reltuples < 0)
 		return -1;

@@ -28,6 +28,8 @@ typedef struct TtlOwnerSave
 
 extern Oid	ttl_table_owner(Oid relid);
 extern Oid	ttl_table_owner_if_exists(Oid relid);
+struct FormData_pg_class;
+extern bool ttl_rel_class(Oid relid, struct FormData_pg_class *form);
 extern void ttl_owner_enter(Oid owner, TtlOwnerSave *save);
 extern void ttl_owner_leave(TtlOwnerSave *save);
 extern void ttl_owner_release_session_locks(void);

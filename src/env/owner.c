@@ -47,6 +47,10 @@
  * the text means the same whoever's session reads it: no operator planted
  * in a schema on the caller's search_path, no date read day-first.
  *
+ * A relation's owner is read from a copy of its pg_class row
+ * (ttl_rel_class), which the other files of the policy floor, and those
+ * above, read too.
+ *
  * Locking: none; the published server settings are read through shmem.c.
  *
  *-------------------------------------------------------------------------
@@ -156,15 +160,28 @@ ttl_table_owner(Oid relid)
 Oid
 ttl_table_owner_if_exists(Oid relid)
 {
+	FormData_pg_class form;
+
+	return ttl_rel_class(relid, &form) ? form.relowner : InvalidOid;
+}
+
+/*
+ * ttl_rel_class
+ *		A copy of a relation's pg_class row (its fixed part) into *form,
+ *		from the syscache; false, *form untouched, if it is gone.  No lock
+ *		is taken: a concurrent DROP may remove it at any time.
+ */
+bool
+ttl_rel_class(Oid relid, FormData_pg_class *form)
+{
 	HeapTuple	tup;
-	Oid			owner;
 
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		return false;
+	memcpy(form, GETSTRUCT(tup), CLASS_TUPLE_SIZE);
 	ReleaseSysCache(tup);
-	return owner;
+	return true;
 }
 
 /*

@@ -604,15 +604,9 @@ ttl_index_key_matches(TtlTarget *t, Relation rel, HeapTuple indextup)
 static bool
 ttl_index_is_btree(Oid indexoid)
 {
-	HeapTuple	tup;
-	bool		result;
+	FormData_pg_class form;
 
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	result = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
-	ReleaseSysCache(tup);
-	return result;
+	return ttl_rel_class(indexoid, &form) && form.relam == BTREE_AM_OID;
 }
 
 /*

@@ -1184,6 +1184,28 @@ ttl_api_unnamed_ttl(FunctionCallInfo fcinfo, bool exists, Interval *kept)
 }
 
 /*
+ * ttl_api_create_open
+ *		What both ttl_create_index()s do first: the table and the column are
+ *		required, and a policy's current values are kept for the arguments
+ *		the call leaves out (alter.c).  Returns the call to go on with; when
+ *		it gives no TTL, *unnamed is set and *span is the TTL to use
+ *		(ttl_api_unnamed_ttl: NULL for a cap alone).
+ */
+static FunctionCallInfo
+ttl_api_create_open(FunctionCallInfo fcinfo, bool *unnamed, Interval **span)
+{
+	Interval   *kept;
+	bool		exists;
+
+	ttl_api_require(fcinfo, 0, "table_name");
+	ttl_api_require(fcinfo, 1, "column_name");
+	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &kept);
+	*unnamed = PG_ARGISNULL(2);
+	*span = *unnamed ? ttl_api_unnamed_ttl(fcinfo, exists, kept) : NULL;
+	return fcinfo;
+}
+
+/*
  * ttl_create_index(table regclass, column text, expire_after interval,
  *					batch_size integer DEFAULT NULL, ...) returns integer
  *		Create the policy, or change it in place; returns its id.
@@ -1192,16 +1214,14 @@ Datum
 ttl_create_index(PG_FUNCTION_ARGS)
 {
 	Interval   *span;
-	bool		exists;
+	bool		unnamed;
 
-	ttl_api_require(fcinfo, 0, "table_name");
-	ttl_api_require(fcinfo, 1, "column_name");
-	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &span);
-	if (PG_ARGISNULL(2))
-		PG_RETURN_INT32(ttl_api_create(fcinfo, ttl_api_unnamed_ttl(fcinfo, exists, span)));
-
-	span = PG_GETARG_INTERVAL_P(2);
-	ttl_api_check_interval(span);
+	fcinfo = ttl_api_create_open(fcinfo, &unnamed, &span);
+	if (!unnamed)
+	{
+		span = PG_GETARG_INTERVAL_P(2);
+		ttl_api_check_interval(span);
+	}
 	PG_RETURN_INT32(ttl_api_create(fcinfo, span));
 }
 
@@ -1215,13 +1235,11 @@ ttl_create_index_seconds(PG_FUNCTION_ARGS)
 {
 	int64		secs;
 	Interval   *span;
-	bool		exists;
+	bool		unnamed;
 
-	ttl_api_require(fcinfo, 0, "table_name");
-	ttl_api_require(fcinfo, 1, "column_name");
-	fcinfo = ttl_alter_keep(fcinfo, NULL, &exists, &span);
-	if (PG_ARGISNULL(2))
-		PG_RETURN_INT32(ttl_api_create(fcinfo, ttl_api_unnamed_ttl(fcinfo, exists, span)));
+	fcinfo = ttl_api_create_open(fcinfo, &unnamed, &span);
+	if (unnamed)
+		PG_RETURN_INT32(ttl_api_create(fcinfo, span));
 
 	secs = PG_GETARG_INT64(2);
 	if (secs < 0)

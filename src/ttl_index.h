@@ -120,7 +120,9 @@ typedef struct TtlWindows
 								 * stored text cannot be read (never open) */
 	int16		start[TTL_MAX_WINDOWS];
 	int16		end[TTL_MAX_WINDOWS];
-	int			open_minutes;	/* minutes of the day inside a window */
+	uint8		days[TTL_MAX_WINDOWS];	/* the days it starts on: bit 0 Monday
+										 * ... bit 6 Sunday; 0x7F every day */
+	int			open_minutes;	/* minutes of the week inside a window */
 } TtlWindows;
 
 typedef struct TtlPolicy

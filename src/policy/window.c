@@ -1,16 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * window.c
- *	  Purge windows: the hours of the day a policy may purge in
- *	  (ttl_create_index(..., purge_window => '01:00-05:00, 13:00-14:00')).
+ *	  Purge windows: the hours of the day, and the days of the week, a
+ *	  policy may purge in (ttl_create_index(..., purge_window =>
+ *	  '01:00-05:00, 13:00-14:00') or 'Sat-Sun 00:00-24:00, Mon-Fri 01:00-05:00').
  *
- * A window is a range of wall-clock minutes of the day, from its start up
- * to (not including) its end; one whose end is not after its start runs
- * over midnight ('22:00-02:00'), and '00:00-24:00' is the whole day.  A
- * policy has at most TTL_MAX_WINDOWS, which must not overlap.  The text is
- * stored as ttl_window_normalize writes it ('01:00-05:00,13:00-14:00') and
- * read again by every reader: the worker, ttl_runner() and the views.
- *
+ * A window is written [DAYS ]HH:MM-HH:MM.  Its hours are a range of
+ * wall-clock minutes of the day, from its start up to (not including) its
+ * end; one whose end is not after its start runs over midnight
+ * ('22:00-02:00'), and '00:00-24:00' is the whole day.  DAYS is a day
+ * ('Mon') or a range of days ('Mon-Fri'; 'Fri-Mon' wraps over the week's
+ * end, Friday to Monday): English names, three letters or whole
+ * ('Monday'), in any case.  A window without days is there every day, and
+ * a window runs on the days it starts on: 'Fri 22:00-02:00' is Friday
+ * 22:00 to Saturday 02:00.  Windows are separated by commas; a policy has
+ * at most TTL_MAX_WINDOWS (a range of days counts as one window), which
+ * must not overlap anywhere in the week, the tail of one over midnight and
+ * from Sunday into Monday included.  The text is stored as
+ * ttl_window_normalize writes it, in the order given: each window's days
+ * as 'Mon' or 'Mon-Fri' (the three letters, capitalized; a range of all
+ * seven days is no days), one space, then HH:MM-HH:MM
+ * ('Mon-Fri 01:00-05:00,Sat-Sun 00:00-24:00'); a window without days is
+ * stored as before days existed.  Every reader reads it again: the worker,
+ * ttl_runner() and the views.
+
  * The clock is the policy's time zone (expiry.c, ttl_policy_zone): the one
  * its timestamp or date key is read in, else the server's TimeZone.  A
  * window's edges are wall-clock times of that zone, found on each day as
@@ -18,12 +31,15 @@
  * day a zone skips an hour, an edge inside the gap is read with the offset
  * from before the change (02:30 in New York becomes 03:30 EDT); on the day
  * it repeats one, at its second occurrence.  A window whose end is then
- * before its start is empty that day.
+ * before its start is empty that day.  A window with days follows the
+ * same rules on the days it names: the day is the local date of the
+ * zone.
  *
  * Outside its windows a policy starts no pass, and a pass in hand ends at
  * its next batch (worker.c); ttl_runner() leaves it alone.  Keep-up
- * (keepup.c) asks for the pace that purges a day's rows in the windows'
- * hours, and a window that closes with expired rows left is falling
+ * (keepup.c) asks for the pace that purges a week's rows in the windows'
+ * hours of the week (for windows of every day: a day's rows in the day's
+ * hours), and a window that closes with expired rows left is falling
  * behind.
  *
  * Memory: the worker asks ttl_window_find outside any transaction, at
@@ -48,6 +64,13 @@
 #include "policy/policy.h"
 
 #define TTL_MINUTES_PER_DAY		1440
+#define TTL_MINUTES_PER_WEEK	(7 * TTL_MINUTES_PER_DAY)
+#define TTL_EVERY_DAY			0x7F
+
+/* the days of the week, from Monday: bit i of a window's days is day i */
+static const char *const ttl_window_day_names[7] = {
+	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"
+};
 
 /*
  * ttl_window_time
@@ -78,6 +101,80 @@ ttl_window_time(const char **p)
 }
 
 /*
+ * ttl_window_day
+ *		Read a day's name at *p (three letters or the whole name, in any
+ *		case); advance *p past it.  Returns the day (0 Monday ... 6
+ *		Sunday), or -1.
+ */
+static int
+ttl_window_day(const char **p)
+{
+	const char *s = *p;
+	int			len = 0;
+
+	while (isalpha((unsigned char) s[len]))
+		len++;
+	if (len < 3)
+		return -1;
+	for (int d = 0; d < 7; d++)
+	{
+		if (pg_strncasecmp(s, ttl_window_day_names[d], len) == 0 &&
+			(len == 3 || ttl_window_day_names[d][len] == '\0'))
+		{
+			*p = s + len;
+			return d;
+		}
+	}
+	return -1;
+}
+
+/*
+ * ttl_window_days
+ *		Read the days a window may start with ('Mon', 'Mon-Fri', 'Fri-Mon')
+ *		at *p, and the space after them; advance *p.  *days is the days
+ *		(every day when there are none).  Returns NULL, or what is wrong.
+ */
+static const char *
+ttl_window_days(const char **p, uint8 *days)
+{
+	const char *s = *p;
+	int			first;
+	int			last;
+
+	*days = TTL_EVERY_DAY;
+	if (!isalpha((unsigned char) *s))
+		return NULL;
+	if ((first = ttl_window_day(&s)) < 0)
+		return "unknown day: days are written Mon, Tue, Wed, Thu, Fri, Sat, Sun";
+	last = first;
+	while (isspace((unsigned char) *s))
+		s++;
+	if (*s == '-')
+	{
+		s++;
+		while (isspace((unsigned char) *s))
+			s++;
+		if (!isalpha((unsigned char) *s))
+			return "a range of days is written Mon-Fri";
+		if ((last = ttl_window_day(&s)) < 0)
+			return "unknown day: days are written Mon, Tue, Wed, Thu, Fri, Sat, Sun";
+		while (isspace((unsigned char) *s))
+			s++;
+	}
+	if (!isdigit((unsigned char) *s))
+		return "the days of a window are followed by its hours, as Mon-Fri 01:00-05:00";
+	*days = 0;
+	for (int d = first;; d = (d + 1) % 7)
+	{
+		*days |= 1 << d;
+		if (d == last)
+			break;
+	}
+	*p = s;
+	return NULL;
+}
+
+/*
  * ttl_window_parse
  *		Read a list of windows.  Returns NULL, or what is wrong with it.
  */
@@ -85,7 +182,7 @@ static const char *
 ttl_window_parse(const char *text, TtlWindows *w)
 {
 	const char *p = text;
-	bool		minutes[TTL_MINUTES_PER_DAY];
+	bool		minutes[TTL_MINUTES_PER_WEEK];
 
 	memset(w, 0, sizeof(TtlWindows));
 	memset(minutes, 0, sizeof(minutes));
@@ -94,9 +191,13 @@ ttl_window_parse(const char *text, TtlWindows *w)
 		int			start;
 		int			end;
 		int			len;
+		uint8		days;
+		const char *problem;
 
 		while (isspace((unsigned char) *p))
 			p++;
+		if ((problem = ttl_window_days(&p, &days)) != NULL)
+			return problem;
 		if ((start = ttl_window_time(&p)) < 0)
 			return "a window is written HH:MM-HH:MM, in 24-hour time";
 		while (isspace((unsigned char) *p))
@@ -114,18 +215,25 @@ ttl_window_parse(const char *text, TtlWindows *w)
 		if (w->n == TTL_MAX_WINDOWS)
 			return "a policy has at most 8 windows";
 		len = end > start ? end - start : end + TTL_MINUTES_PER_DAY - start;
-		for (int i = 0; i < len; i++)
+		/* its minutes of the week, on each of its days, over midnight too */
+		for (int d = 0; d < 7; d++)
 		{
-			int			m = (start + i) % TTL_MINUTES_PER_DAY;
+			if ((days & (1 << d)) == 0)
+				continue;
+			for (int i = 0; i < len; i++)
+			{
+				int			m = (d * TTL_MINUTES_PER_DAY + start + i) % TTL_MINUTES_PER_WEEK;
 
-			if (minutes[m])
-				return "windows must not overlap";
-			minutes[m] = true;
+				if (minutes[m])
+					return "windows must not overlap";
+				minutes[m] = true;
+			}
+			w->open_minutes += len;
 		}
 		w->start[w->n] = start;
 		w->end[w->n] = end % TTL_MINUTES_PER_DAY;
+		w->days[w->n] = days;
 		w->n++;
-		w->open_minutes += len;
 		while (isspace((unsigned char) *p))
 			p++;
 		if (*p == '\0')
@@ -136,10 +244,39 @@ ttl_window_parse(const char *text, TtlWindows *w)
 }
 
 /*
+ * ttl_window_append_days
+ *		Append a window's days as they are stored ('Mon ', 'Fri-Mon '):
+ *		nothing for every day.  Its days are one run of the week, from the
+ *		parser's range.
+ */
+static void
+ttl_window_append_days(StringInfo buf, uint8 days)
+{
+	int			first = 0;
+	int			last;
+	static const char *const abbrev[7] = {
+		"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"
+	};
+
+	if (days == TTL_EVERY_DAY)
+		return;
+	/* the run's first day: one whose day before is not in it */
+	while ((days & (1 << first)) == 0 || (days & (1 << ((first + 6) % 7))) != 0)
+		first++;
+	last = first;
+	while (days & (1 << ((last + 1) % 7)))
+		last = (last + 1) % 7;
+	if (last == first)
+		appendStringInfo(buf, "%s ", abbrev[first]);
+	else
+		appendStringInfo(buf, "%s-%s ", abbrev[first], abbrev[last]);
+}
+
+/*
  * ttl_window_normalize
  *		Check a purge_window argument and return it as it is stored: each
- *		window as HH:MM-HH:MM, in the order given, separated by commas.  An
- *		error names what is wrong.
+ *		window as [DAYS ]HH:MM-HH:MM, in the order given, separated by
+ *		commas (see the top of the file).  An error names what is wrong.
  */
 char *
 ttl_window_normalize(const char *text)
@@ -149,16 +286,32 @@ ttl_window_normalize(const char *text)
 	StringInfoData buf;
 
 	if (problem != NULL)
+	{
+		bool		named_days = false;
+
+		for (const char *c = text; *c; c++)
+			named_days |= isalpha((unsigned char) *c) != 0;
+		if (named_days)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid purge_window \"%s\": %s", text, problem),
+					 errhint("Write the windows as 'Mon-Fri 01:00-05:00, Sat-Sun 00:00-24:00': a day or a range of days, then the hours, in the policy's time zone.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid purge_window \"%s\": %s", text, problem),
 				 errhint("Write the windows as '01:00-05:00' or '22:00-02:00, 13:00-14:00', in the policy's time zone.")));
+	}
 	initStringInfo(&buf);
 	for (int i = 0; i < w.n; i++)
-		appendStringInfo(&buf, "%s%02d:%02d-%02d:%02d", i > 0 ? "," : "",
+	{
+		if (i > 0)
+			appendStringInfoChar(&buf, ',');
+		ttl_window_append_days(&buf, w.days[i]);
+		appendStringInfo(&buf, "%02d:%02d-%02d:%02d",
 						 w.start[i] / 60, w.start[i] % 60,
 						 (w.end[i] == 0 ? TTL_MINUTES_PER_DAY : w.end[i]) / 60,
 						 w.end[i] % 60);
+	}
 	return buf.data;
 }
 
@@ -192,6 +345,19 @@ static TimestampTz
 ttl_window_edge(Timestamp midnight, int minute, pg_tz *zone)
 {
 	return ttl_local_instant(midnight + (int64) minute * USECS_PER_MINUTE, zone);
+}
+
+/*
+ * ttl_window_weekday
+ *		The day of the week (0 Monday ... 6 Sunday) of a local midnight.
+ */
+static int
+ttl_window_weekday(Timestamp midnight)
+{
+	int			date = (int) (midnight / USECS_PER_DAY) + POSTGRES_EPOCH_JDATE;
+
+	/* j2day: 0 Sunday ... 6 Saturday */
+	return (j2day(date) + 6) % 7;
 }
 
 /*
@@ -230,18 +396,28 @@ ttl_window_find(TtlPolicy *policy, TimestampTz now, TimestampTz *from,
 
 	/*
 	 * Each window on the day before (it may run over midnight into today),
-	 * today and tomorrow: the one that holds now, else the first to open.
+	 * today and the week ahead, on the days it names: the one that holds
+	 * now, else the first to open.  A window opens on the day it starts on,
+	 * so none of a later day opens before one found on an earlier day.
 	 */
-	for (int day = -1; day <= 1 && !open; day++)
+	for (int day = -1; day <= 7 && !open; day++)
 	{
 		Timestamp	base = midnight + (int64) day * USECS_PER_DAY;
+		int			weekday = ttl_window_weekday(base);
 
+		if (day > 0 && best_from != DT_NOEND)
+			break;
 		for (int i = 0; i < w->n; i++)
 		{
 			int			len = w->end[i] > w->start[i] ? w->end[i] - w->start[i] :
 				w->end[i] + TTL_MINUTES_PER_DAY - w->start[i];
-			TimestampTz s = ttl_window_edge(base, w->start[i], zone);
-			TimestampTz e = ttl_window_edge(base, w->start[i] + len, zone);
+			TimestampTz s;
+			TimestampTz e;
+
+			if ((w->days[i] & (1 << weekday)) == 0)
+				continue;
+			s = ttl_window_edge(base, w->start[i], zone);
+			e = ttl_window_edge(base, w->start[i] + len, zone);
 
 			/* an edge in a skipped hour can put the end first: empty */
 			if (e <= s)
@@ -286,12 +462,13 @@ ttl_window_due(TtlPolicy *policy, TimestampTz t)
 
 /*
  * ttl_window_share
- *		The share of the day the policy may purge in (1 without windows).
+ *		The share of the week the policy may purge in (1 without windows):
+ *		for windows of every day, the share of the day.
  */
 double
 ttl_window_share(TtlPolicy *policy)
 {
 	if (policy->windows.n <= 0)
 		return 1.0;
-	return (double) policy->windows.open_minutes / TTL_MINUTES_PER_DAY;
+	return (double) policy->windows.open_minutes / TTL_MINUTES_PER_WEEK;
 }

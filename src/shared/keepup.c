@@ -38,9 +38,9 @@
  * ttl_index.keep_up off.
  *
  * Purge windows (window.c).  A policy that may purge only some hours of
- * the day must delete a day's rows in those hours: the pace keep-up asks
- * for is the expiry rate divided by the share of the day its windows
- * cover.  The rate itself is measured between the passes inside a window,
+ * the week must delete a week's rows in those hours: the pace keep-up asks
+ * for is the expiry rate divided by the share of the week its windows
+ * cover (for windows of every day, the share of the day).  The rate itself is measured between the passes inside a window,
  * as rows expire all day; a window's first pass, after hours without one,
  * is the backlog and takes no rate.  A window that closes before its pass
  * is over leaves expired rows to the next: the policy is falling behind
@@ -158,7 +158,7 @@ ttl_keepup_window_closed(TtlKeepUp *k, const char *relname, const char *column,
  * ttl_keepup_pause_ms
  *		Cut a pause of giving way short, so that the pass in hand (begun at
  *		pass_start, `rows` deleted so far) deletes at least expiry_rate plus
- *		the margin, over the share of the day its windows cover.  Returns
+ *		the margin, over the share of the week its windows cover.  Returns
  *		the pause to take.
  */
 long
@@ -171,7 +171,7 @@ ttl_keepup_pause_ms(TtlKeepUp *k, TimestampTz pass_start, int64 rows, long pause
 
 	if (!ttl_keep_up || k->expiry_rate <= 0 || pause_ms <= 0)
 		return pause_ms;
-	/* a day's rows in the hours of its windows */
+	/* a week's rows in the hours of its windows */
 	target = k->expiry_rate * (1.0 + TTL_KEEPUP_MARGIN) / Max(window_share, 0.001);
 	elapsed_s = (double) (GetCurrentTimestamp() - pass_start) / 1000000.0;
 	allowed_ms = ((double) rows / target - elapsed_s) * 1000.0;

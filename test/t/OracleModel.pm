@@ -246,7 +246,9 @@ sub fate_of
 
 # window_open(case, instant): whether one of the policy's windows holds it,
 # read in the policy's zone (time_zone for timestamp/date keys; for other
-# keys the time_zone given for the windows, else the server's TimeZone)
+# keys the time_zone given for the windows, else the server's TimeZone).  A
+# window may name the days it starts on ('Fri-Mon 22:00-02:00'): its tail
+# past midnight belongs to the day before
 sub window_open
 {
 	my ($c, $t) = @_;
@@ -255,16 +257,37 @@ sub window_open
 	  : ($c->{window_zone} // $c->{server_zone});
 	my $w = instant_to_wall($zone, $t);
 	my $min = floor(($w % 86400) / 60);
+	# 0 Monday ... 6 Sunday (1970-01-01 was a Thursday)
+	my $today = (floor($w / 86400) + 3) % 7;
 	for my $part (split /,/, $c->{window})
 	{
-		my ($a, $b) = $part =~ /^(\d\d:\d\d)-(\d\d:\d\d)$/ or die;
+		my ($days, $a, $b) = $part =~ /^\s*(?:([A-Za-z]+(?:\s*-\s*[A-Za-z]+)?)\s+)?(\d\d:\d\d)-(\d\d:\d\d)\s*$/ or die "window $part";
+		my %on = map { $_ => 1 } (defined $days ? day_range($days) : (0 .. 6));
 		my ($ah, $am) = split /:/, $a;
 		my ($bh, $bm) = split /:/, $b;
 		my ($s, $e) = ($ah * 60 + $am, $bh * 60 + $bm);
-		if ($s < $e) { return 1 if $min >= $s && $min < $e; }
-		else { return 1 if $min >= $s || $min < $e; }
+		if ($s < $e) { return 1 if $on{$today} && $min >= $s && $min < $e; }
+		else
+		{
+			return 1 if $on{$today} && $min >= $s;
+			return 1 if $on{ ($today + 6) % 7 } && $min < $e;
+		}
 	}
 	return 0;
+}
+
+# day_range('Fri-Mon'): the days (0 Monday ... 6 Sunday) of a day or a
+# range of days, which wraps over the week's end
+sub day_range
+{
+	my ($text) = @_;
+	my @names = qw(mon tue wed thu fri sat sun);
+	my %num = map { $names[$_] => $_ } 0 .. 6;
+	my ($f, $l) = map { $num{ lc substr($_, 0, 3) } // die "day $_" } split /\s*-\s*/, $text;
+	$l //= $f;
+	my @d = ($f);
+	push @d, ($d[-1] + 1) % 7 while $d[-1] != $l;
+	return @d;
 }
 
 # --- typmods ------------------------------------------------------------------
@@ -535,6 +558,28 @@ sub gen_case
 		my $end = $hm->($e);
 		$end = '24:00' if $end eq '00:00';
 		$c->{window} = $hm->($s) . '-' . $end;
+		# sometimes on some days of the week only: the day the window
+		# starts on (yesterday or tomorrow when it is past midnight) in them or
+		# not, and sometimes the other days with the same hours as well
+		if (chance(0.4))
+		{
+			my $today = (floor(instant_to_wall($wz, $now) / 86400) + 3) % 7;
+			my $d0 = ($today + floor($s / 1440) + 7) % 7;
+			my $len = 1 + int(U(0, 6));
+			my $first = chance(0.7) ? ($d0 - int(U(0, $len)) + 7) % 7 : ($d0 + 1 + int(U(0, 7 - $len))) % 7;
+			my @short = qw(Mon Tue Wed Thu Fri Sat Sun);
+			my @long = qw(monday TUESDAY Wednesday thursday FRIDAY Saturday sunday);
+			my $name = sub { my $d = $_[0] % 7; return chance(0.7) ? $short[$d] : $long[$d]; };
+			my $last = $first + $len - 1;
+			my $days = $len == 1 ? $name->($first) : $name->($first) . '-' . $name->($last);
+			my $hours = $c->{window};
+			$c->{window} = "$days $hours";
+			if ($len < 7 && chance(0.3))
+			{
+				my ($of, $ol) = ($last + 1, $first + 6);
+				$c->{window} .= ', ' . ($of % 7 == $ol % 7 ? $name->($of) : $name->($of) . '-' . $name->($ol)) . " $hours";
+			}
+		}
 	}
 	# a day the clocks change, and a TTL that puts the cutoff between the
 	# two readings of its skipped or repeated hour

@@ -3,7 +3,8 @@
  * window.c
  *	  Purge windows: the hours of the day, and the days of the week, a
  *	  policy may purge in (ttl_create_index(..., purge_window =>
- *	  '01:00-05:00, 13:00-14:00') or 'Sat-Sun 00:00-24:00, Mon-Fri 01:00-05:00').
+ *	  '01:00-05:00, 13:00-14:00'), or 'Sat-Sun 00:00-24:00, Mon-Fri
+ *	  01:00-05:00').
  *
  * A window is written [DAYS ]HH:MM-HH:MM.  Its hours are a range of
  * wall-clock minutes of the day, from its start up to (not including) its
@@ -23,7 +24,7 @@
  * ('Mon-Fri 01:00-05:00,Sat-Sun 00:00-24:00'); a window without days is
  * stored as before days existed.  Every reader reads it again: the worker,
  * ttl_runner() and the views.
-
+ *
  * The clock is the policy's time zone (expiry.c, ttl_policy_zone): the one
  * its timestamp or date key is read in, else the server's TimeZone.  A
  * window's edges are wall-clock times of that zone, found on each day as

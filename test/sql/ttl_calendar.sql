@@ -168,6 +168,21 @@ SELECT expire_after FROM ttl_index_stats WHERE table_name = 'cal.events'::regcla
 
 DROP TABLE before;
 RESET ROLE;
+
+-- 7. ttl_from_cron() maps a job's months to a calendar TTL, counted in the
+-- zone of the job's session; months beside a negative part become 30
+-- days each, which a TTL allows
+CREATE SCHEMA cron;
+CREATE TABLE cron.job (jobid bigserial PRIMARY KEY, schedule text NOT NULL, command text NOT NULL,
+					   database text DEFAULT current_database(), username text DEFAULT current_user,
+					   jobname text);
+INSERT INTO cron.job (jobname, schedule, command) VALUES
+ ('yearly', '0 4 1 * *', $$DELETE FROM cal.events WHERE at < now() - interval '7 years'$$),
+ ('local', '0 4 1 * *', $$DELETE FROM cal.local_events WHERE at < now() - interval '13 months'$$),
+ ('less', '0 4 1 * *', $$DELETE FROM cal.events WHERE at < now() - interval '1 month -1 day'$$),
+ ('nowhere', '0 4 1 * *', $$DELETE FROM cal.none WHERE at < now() - interval '1 year'$$);
+SELECT jobname, ttl_call, note FROM ttl_from_cron() ORDER BY jobid;
+DROP SCHEMA cron CASCADE;
 SET client_min_messages = error;
 DROP SCHEMA cal CASCADE;
 DROP SCHEMA ttl_test CASCADE;

@@ -164,7 +164,7 @@ sub months_expiry
 	my ($zone, $t, $n) = @_;
 	# keys at the ends of time: their fate does not depend on the calendar
 	# (and Time::Local cannot place such years)
-	return $t + $n * 2629800 if $t < -2e9 || $t > 2.5e11;
+	return $t + $n * 2629800 if $t < -3e10 || $t > 2.5e11;
 	my $w = instant_to_wall($zone, $t);
 	my $a = add_months_wall($w, $n);
 	return wall_to_instant($zone, $a) if add_months_wall($a, -$n) >= $w;
@@ -177,7 +177,7 @@ sub months_expiry
 sub months_back
 {
 	my ($zone, $t, $n) = @_;
-	return $t - $n * 2629800 if $t < -2e9 || $t > 2.5e11;
+	return $t - $n * 2629800 if $t < -3e10 || $t > 2.5e11;
 	return wall_to_instant($zone, add_months_wall(instant_to_wall($zone, $t), -$n));
 }
 

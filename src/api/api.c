@@ -815,7 +815,8 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 	{
 		/*
 		 * Its keys are instants, read in no zone; a zone given reads its
-		 * purge windows (window.c), which otherwise follow the server's.
+		 * purge windows (window.c) and, for timestamptz, counts the months
+		 * of its TTL (expiry.c), which otherwise follow the server's.
 		 */
 		if (policy->time_zone == NULL || ttl_alter_was_kept(TTL_ARG_TIME_ZONE))
 			return;
@@ -823,8 +824,11 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 			return;
 		zone = ttl_api_zone_given(policy->time_zone);
 		policy->time_zone = pstrdup(zone);
+		/* ... and counts the months of a timestamptz's TTL (expiry.c) */
 		ereport(NOTICE,
-				(errmsg("the purge windows of the policy on column \"%s\" of table \"%s\" are read in time zone \"%s\" (%s now)",
+				(errmsg("the purge windows %sof the policy on column \"%s\" of table \"%s\" are read in time zone \"%s\" (%s now)",
+						policy->expire_months != 0 && policy->unit_ns == 0 ?
+						"and the months of expire_after " : "",
 						policy->column_name, RelationGetRelationName(rel), zone,
 						ttl_api_zone_offset(pg_tzset(zone))),
 				 errdetail("Column \"%s\" is of type %s: its values are %s, read in no time zone.",

@@ -417,3 +417,212 @@ $$;
 CREATE EVENT TRIGGER ttl_index_on_create_index ON ddl_command_end
 	WHEN TAG IN ('CREATE INDEX')
 	EXECUTE FUNCTION @extschema@.ttl_index_on_create_index();
+
+-- ttl_from_cron() as in 1.4, but for months: a job's interval '6 months'
+-- becomes a calendar TTL of 6 months (1.5 counts them as the job did, in
+-- the zone of the job's session, which the call then names for a
+-- timestamptz column too), where 1.4 wrote 180 days.  Same security as in
+-- 1.4: SECURITY INVOKER, reads cron.job only when pg_cron's superuser owns
+-- it, runs no user code; it returns calls to review, and runs none.
+--
+-- ttl_from_cron(): a job is recognised only when it is exactly an expiry
+-- DELETE of its own table: DELETE FROM t WHERE c < now() - interval '...'
+-- (also current_timestamp, clock_timestamp(), localtimestamp,
+-- statement_timestamp(), transaction_timestamp(), '<x>'::interval and
+-- make_interval(secs => n)), or the usual batching form DELETE FROM t WHERE
+-- k IN (SELECT k FROM t WHERE c < ... [ORDER BY ...] [LIMIT n]) or k = ANY
+-- (ARRAY(SELECT ...)) on the same table.  Other conditions joined by AND
+-- become the policy's filter; an OR, an interval multiplied or added to,
+-- a condition on another table, anything else: not recognised.  A job
+-- whose text cannot be read (an interval that does not parse) is not
+-- recognised either, and the others are still listed.
+CREATE OR REPLACE FUNCTION @extschema@.ttl_from_cron(
+	OUT jobid bigint,
+	OUT jobname text,
+	OUT database text,
+	OUT schedule text,
+	OUT command text,
+	OUT ttl_call text,
+	OUT note text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET IntervalStyle = postgres
+AS $$
+DECLARE
+	j			jsonb;
+	stmt		text;
+	stmts		text[];
+	m			text[];
+	tab			text[];
+	tab_text	text;
+	alias		text;
+	w			text;
+	inner_w		text;
+	rest		text;
+	col			text;
+	qual		text;
+	span		interval;
+	span_text	text;
+	n_months	int;
+	found_one	boolean;
+	zone		text;
+	zone_arg	text;
+	rel			regclass;
+	ident		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)';
+	qname		constant text := '(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[[:alpha:]_][[:alnum:]_$]*))?';
+	now_fn		constant text :=
+		'(?:now\(\s*\)|current_timestamp|clock_timestamp\(\s*\)|localtimestamp|'
+		'statement_timestamp\(\s*\)|transaction_timestamp\(\s*\))';
+	span_re		constant text :=
+		'(?:interval\s*''([^'']+)''|''([^'']+)''\s*::\s*interval|'
+		'make_interval\(\s*secs\s*=>\s*([0-9]+(?:\.[0-9]+)?)\s*\))';
+	not_recognised constant text :=
+		'not recognised as an expiry cleanup (DELETE FROM t WHERE c < now() - interval ''...'')';
+BEGIN
+	IF to_regclass('cron.job') IS NULL THEN
+		RAISE EXCEPTION 'pg_cron is not installed in this database'
+			USING ERRCODE = 'undefined_table',
+				  HINT = 'Call ttl_from_cron() in the database that has CREATE EXTENSION pg_cron (cron.database_name).';
+	END IF;
+	-- pg_cron's table belongs to a superuser; anything else named cron.job
+	-- (a view, a role's table) could run its owner's code as the caller
+	IF NOT (SELECT c.relkind = 'r' AND r.rolsuper
+			  FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+			 WHERE c.oid = 'cron.job'::regclass) THEN
+		RAISE EXCEPTION 'cron.job is not pg_cron''s: it is not a table owned by a superuser'
+			USING ERRCODE = 'wrong_object_type';
+	END IF;
+	FOR j IN SELECT to_jsonb(c) FROM cron.job c ORDER BY c.jobid
+	LOOP
+		jobid := (j->>'jobid')::bigint;
+		jobname := j->>'jobname';
+		database := j->>'database';
+		schedule := j->>'schedule';
+		command := j->>'command';
+		found_one := false;
+		stmts := ARRAY(SELECT u FROM unnest(regexp_split_to_array(coalesce(command, ''), ';')) u
+						WHERE u !~ '^\s*$');
+		FOREACH stmt IN ARRAY stmts
+		LOOP
+			ttl_call := NULL;
+			note := NULL;
+			-- one job's text that does not parse is that job's answer only
+			BEGIN
+				stmt := btrim(stmt, E' \t\r\n');
+				-- DELETE FROM [ONLY] table [[AS] alias] WHERE ...
+				m := regexp_match(stmt, '^delete\s+from\s+(?:only\s+)?(' || qname || ')'
+								  '(?:\s+(?:as\s+)?(' || ident || '))?\s+where\s+(.*)$', 'i');
+				CONTINUE WHEN m IS NULL OR lower(coalesce(m[2], '')) = 'where';
+				tab := parse_ident(m[1]);
+				alias := m[2];
+				w := m[3];
+				-- the batching form: the rows of a subquery on the same table
+				m := regexp_match(w, '^(' || ident || ')\s*(?:in\s*\(|=\s*any\s*\(\s*array\s*\()'
+								  '\s*select\s+(' || ident || ')\s+from\s+(?:only\s+)?(' || qname || ')'
+								  '(?:\s+(?:as\s+)?(' || ident || '))?\s+where\s+(.*)$', 'i');
+				IF m IS NOT NULL THEN
+					CONTINUE WHEN m[1] <> m[2] OR parse_ident(m[3]) <> tab;
+					inner_w := regexp_replace(m[5], '\)\s*(\)\s*)?$', '');
+					CONTINUE WHEN inner_w = m[5];
+					inner_w := regexp_replace(inner_w, '\s+limit\s+[0-9]+\s*$', '', 'i');
+					inner_w := regexp_replace(inner_w, '\s+order\s+by\s+[^()'']*$', '', 'i');
+					w := inner_w;
+					alias := m[4];
+				END IF;
+				-- [qualifier.]column < now - interval, alone or ANDed with others
+				m := regexp_match(w, '^(?:(' || ident || ')\s*\.\s*)?(' || ident || ')\s*<=?\s*' ||
+								  now_fn || '\s*-\s*' || span_re || '(?:\s+and\s+(.*))?$', 'i');
+				CONTINUE WHEN m IS NULL;
+				qual := m[1];
+				rest := m[6];
+				CONTINUE WHEN qual IS NOT NULL AND
+					(parse_ident(qual))[1] IS DISTINCT FROM tab[array_upper(tab, 1)] AND
+					(parse_ident(qual))[1] IS DISTINCT FROM (parse_ident(coalesce(alias, '""""')))[1];
+				-- an OR anywhere could bind the conditions otherwise than read
+				CONTINUE WHEN rest IS NOT NULL AND rest ~* '\mor\M';
+				col := (parse_ident(m[2]))[1];
+				span_text := coalesce(m[3], m[4], m[5] || ' seconds');
+				span := span_text::interval;
+				tab_text := array_to_string(ARRAY(SELECT CASE WHEN x ~ '^[a-z_][a-z0-9_$]*$' THEN x
+																ELSE quote_ident(x) END
+													FROM unnest(tab) x), '.');
+				note := format('then SELECT cron.unschedule(%s)', jobid);
+				n_months := 12 * extract(year FROM span)::int + extract(month FROM span)::int;
+				-- a TTL counts calendar months as the job does (1.5), but
+				-- not beside a negative part: those become 30 days each
+				IF n_months <> 0 AND span - make_interval(months => n_months) < interval '0' THEN
+					span := span - make_interval(months => n_months) + make_interval(days => 30 * n_months);
+					note := format('a TTL does not mix months with a negative part: %s is written as %s. ',
+								   span_text, span) || note;
+					span_text := span::text;
+					n_months := 0;
+				END IF;
+				IF array_length(stmts, 1) > 1 THEN
+					note := 'the job runs other statements too: keep them in a job of their own. ' || note;
+				END IF;
+				IF database IS NOT NULL AND database <> current_database() THEN
+					note := format('run the call in database %s. ', database) || note;
+				END IF;
+				-- a timestamp or date column is read in the zone the job's
+				-- session had: its role's and database's TimeZone setting
+				zone := @extschema@.ttl_index_login_time_zone(
+					coalesce(database, current_database()), coalesce(j->>'username', current_user));
+				zone_arg := '';
+				-- the table as the job named it, from its default search_path
+				-- ("$user", public) when unqualified
+				rel := NULL;
+				IF database IS NULL OR database = current_database() THEN
+					IF array_length(tab, 1) > 1 THEN
+						rel := to_regclass(tab_text);
+					ELSE
+						rel := coalesce(to_regclass(quote_ident(coalesce(j->>'username', current_user)) || '.' || quote_ident(tab[1])),
+										to_regclass('public.' || quote_ident(tab[1])));
+					END IF;
+				END IF;
+				IF rel IS NOT NULL AND zone IS NOT NULL THEN
+					IF (SELECT coalesce(nullif(t.typbasetype, 0), t.oid)
+								 IN ('pg_catalog.timestamp'::regtype, 'pg_catalog.date'::regtype)
+						  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+						 WHERE a.attrelid = rel AND a.attname = col AND NOT a.attisdropped) THEN
+						zone_arg := format(', time_zone => %L', zone);
+						note := format('the job read %s in time zone %s, its session''s; so does the policy. ',
+									   col, zone) || note;
+					ELSIF n_months <> 0 THEN
+						-- months of a timestamptz are counted in a zone too
+						zone_arg := format(', time_zone => %L', zone);
+						note := format('the job counted its months in time zone %s, its session''s; so does the policy. ',
+									   zone) || note;
+					END IF;
+				ELSIF zone IS NOT NULL AND n_months <> 0 THEN
+					note := format('add time_zone => %L, the zone the job''s session counted its months in. ',
+								   zone) || note;
+				ELSIF zone IS NOT NULL THEN
+					note := format('if %s is a timestamp or date column, add time_zone => %L, the zone the job''s session read it in. ',
+								   col, zone) || note;
+				END IF;
+				IF rest IS NULL THEN
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L%s);',
+									   tab_text, col, span_text, zone_arg);
+				ELSE
+					note := 'the job deletes only the rows that also match its other conditions, '
+							'which the call makes the policy''s filter. ' || note;
+					ttl_call := format('SELECT ttl_create_index(%L, %L, interval %L, filter => %L%s);',
+									   tab_text, col, span_text, rest, zone_arg);
+				END IF;
+			EXCEPTION WHEN OTHERS THEN
+				ttl_call := NULL;
+				note := NULL;
+				CONTINUE;
+			END;
+			found_one := true;
+			RETURN NEXT;
+		END LOOP;
+		IF NOT found_one THEN
+			ttl_call := NULL;
+			note := not_recognised;
+			RETURN NEXT;
+		END IF;
+	END LOOP;
+END
+$$;

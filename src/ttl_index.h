@@ -132,7 +132,11 @@ typedef struct TtlPolicy
 	AttrNumber	attnum;
 	char	   *column_name;	/* as stored in the catalog */
 	int64		expire_after;	/* microseconds; 0 when no_expiry, which
-								 * every reader tests first (expiry.c) */
+								 * every reader tests first (expiry.c);
+								 * without the months */
+	int32		expire_months;	/* calendar months of expire_after (months
+								 * and years), counted in the policy's zone
+								 * before the microseconds (expiry.c) */
 	int32		batch_size;		/* 0 = use ttl_index.batch_size */
 	bool		enabled;
 	char	   *ttl_column;		/* per-row TTL column, or NULL */

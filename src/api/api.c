@@ -542,6 +542,7 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 	policy->filter = ttl_api_text_arg(fcinfo, TTL_ARG_FILTER);
 	policy->no_expiry = expire_after == NULL;
 	policy->expire_after = expire_after ? ttl_interval_usecs(expire_after) : 0;
+	policy->expire_months = expire_after ? expire_after->month : 0;
 	if (policy->no_expiry && policy->max_rows == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -767,7 +768,8 @@ ttl_api_zero_notice(Relation rel, TtlPolicy *policy)
 	bool		by_default;
 	char	   *lower;
 
-	if (policy->no_expiry || policy->expire_after != 0 || policy->ttl_column != NULL ||
+	if (policy->no_expiry || policy->expire_after != 0 || policy->expire_months != 0 ||
+		policy->ttl_column != NULL ||
 		ttl_alter_was_kept(2))
 		return;
 	def = build_column_default(rel, policy->attnum);
@@ -813,7 +815,8 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 	{
 		/*
 		 * Its keys are instants, read in no zone; a zone given reads its
-		 * purge windows (window.c), which otherwise follow the server's.
+		 * purge windows (window.c) and, for timestamptz, counts the months
+		 * of its TTL (expiry.c), which otherwise follow the server's.
 		 */
 		if (policy->time_zone == NULL || ttl_alter_was_kept(TTL_ARG_TIME_ZONE))
 			return;
@@ -821,8 +824,11 @@ ttl_api_time_zone(Relation rel, TtlPolicy *policy)
 			return;
 		zone = ttl_api_zone_given(policy->time_zone);
 		policy->time_zone = pstrdup(zone);
+		/* ... and counts the months of a timestamptz's TTL (expiry.c) */
 		ereport(NOTICE,
-				(errmsg("the purge windows of the policy on column \"%s\" of table \"%s\" are read in time zone \"%s\" (%s now)",
+				(errmsg("the purge windows %sof the policy on column \"%s\" of table \"%s\" are read in time zone \"%s\" (%s now)",
+						policy->expire_months != 0 && policy->unit_ns == 0 ?
+						"and the months of expire_after " : "",
 						policy->column_name, RelationGetRelationName(rel), zone,
 						ttl_api_zone_offset(pg_tzset(zone))),
 				 errdetail("Column \"%s\" is of type %s: its values are %s, read in no time zone.",
@@ -1137,23 +1143,35 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 
 /*
  * ttl_api_check_interval
- *		Validate a TTL given as an interval: no months (they have no fixed
- *		length), not negative, at most 100 years.
+ *		Validate a TTL given as an interval: not negative, at most 100
+ *		years.  Months and years are calendar months (expiry.c): a month
+ *		is 28 to 31 days, so one beside a negative part (interval '1 month
+ *		-30 days') would be a TTL of no time at all on some dates, and is
+ *		refused; a positive part beside months is added to them.  Whether
+ *		it exceeds 100 years counts a month as PostgreSQL's extract(epoch)
+ *		does, a year as 365.25 days.
  */
 static void
 ttl_api_check_interval(Interval *span)
 {
 	int64		usecs;
+	int64		month_usecs;
 	bool		overflow;
 
-	if (span->month != 0)
+	if (span->month < 0)
+		ttl_api_check_expire(-1, false);
+	if (span->month > 0 && (span->day < 0 || span->time < 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("expire_after must not contain months or years"),
-				 errdetail("Months and years have no fixed length."),
-				 errhint("Use days instead, for example interval '30 days'.")));
+				 errmsg("expire_after must not mix months or years with a negative part"),
+				 errdetail("A TTL with months or years must have no negative part: a month is 28 to 31 days long, so interval '1 month -30 days' would be no time at all on some dates."),
+				 errhint("Write the TTL in months and years alone, or in days alone.")));
 	overflow = pg_mul_s64_overflow(span->day, USECS_PER_DAY, &usecs) ||
 		pg_add_s64_overflow(usecs, span->time, &usecs);
+	/* 365.25 days a year, a twelfth of it a month (at most 100 years: exact) */
+	month_usecs = (int64) Min(span->month, 12 * 1000) *
+		(SECS_PER_YEAR / MONTHS_PER_YEAR) * USECS_PER_SEC;
+	overflow = overflow || pg_add_s64_overflow(usecs, month_usecs, &usecs);
 	ttl_api_check_expire(usecs, overflow);
 }
 

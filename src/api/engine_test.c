@@ -4,8 +4,9 @@
  *	  Entry points for the engine's own tests: they drive a pass of one
  *	  policy batch by batch in the calling session (batch.c, pass.c), and
  *	  a shared drain's slices step by step on a job in local memory
- *	  (slices.c), and a policy's purge windows at any instant
- *	  (window.c), so that the resume position, the known-dead prefix,
+ *	  (slices.c), a policy's purge windows at any instant
+ *	  (window.c), and a TTL's cutoff and a key's expiry at any instant
+ *	  (expiry.c), so that the resume position, the known-dead prefix,
  *	  slice stealing and window edges are tested without depending on
  *	  time.
  *
@@ -52,6 +53,8 @@ PG_FUNCTION_INFO_V1(ttl_test_engine_batch);
 PG_FUNCTION_INFO_V1(ttl_test_engine_end);
 PG_FUNCTION_INFO_V1(ttl_test_slices);
 PG_FUNCTION_INFO_V1(ttl_test_window);
+PG_FUNCTION_INFO_V1(ttl_test_cutoff);
+PG_FUNCTION_INFO_V1(ttl_test_expiry);
 
 static MemoryContext TestCxt = NULL;
 static TtlPolicy *TestPolicy = NULL;
@@ -508,4 +511,86 @@ ttl_test_window(PG_FUNCTION_ARGS)
 	values[1] = TimestampTzGetDatum(from);
 	values[2] = TimestampTzGetDatum(until);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * ttl_test_policy
+ *		A policy of this TTL, zone and unit (NULL: none) on a key of this
+ *		type, for the time arithmetic alone (expiry.c).
+ */
+static void
+ttl_test_policy(TtlPolicy *policy, FunctionCallInfo fcinfo, Oid *typid)
+{
+	Interval   *span = PG_GETARG_INTERVAL_P(0);
+
+	ttl_test_check();
+	memset(policy, 0, sizeof(TtlPolicy));
+	policy->expire_after = ttl_interval_usecs(span);
+	policy->expire_months = span->month;
+	policy->time_zone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!ttl_zone_valid(policy->time_zone))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" not recognized", policy->time_zone)));
+	*typid = PG_GETARG_OID(3);
+	policy->unit_ns = PG_ARGISNULL(4) ? 0 :
+		ttl_unit_parse(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	if (!ttl_key_type_ok(*typid, policy->unit_ns))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("type %s cannot be a TTL key with this unit",
+						format_type_be(*typid))));
+}
+
+/*
+ * ttl_test_cutoff(expire_after interval, zone text, at timestamptz,
+ *				   key_type regtype, unit text, OUT limit_at timestamptz,
+ *				   OUT bound text, OUT recheck bool)
+ *		The cutoff of a pass begun at `at` of a policy with this TTL, whose
+ *		keys are of this type and unit (NULL: none), read in this zone
+ *		(expiry.c): calendar months are tested at any instant.
+ */
+Datum
+ttl_test_cutoff(PG_FUNCTION_ARGS)
+{
+	TtlPolicy	policy;
+	TtlCutoff	cutoff;
+	Oid			typid;
+	Oid			out;
+	bool		varlena;
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	ttl_test_policy(&policy, fcinfo, &typid);
+	ttl_cutoff_compute(&policy, typid, ttl_policy_zone(&policy),
+					   PG_GETARG_TIMESTAMPTZ(2), &cutoff);
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	getTypeOutputInfo(typid, &out, &varlena);
+	values[0] = TimestampTzGetDatum(cutoff.limit);
+	values[1] = CStringGetTextDatum(OidOutputFunctionCall(out, cutoff.bound));
+	values[2] = BoolGetDatum(cutoff.recheck);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * ttl_test_expiry(expire_after interval, zone text, key text,
+ *				   key_type regtype, unit text) returns timestamptz
+ *		The instant after which a row with this key (in the type's input
+ *		form) of such a policy has expired (expiry.c's ttl_key_expiry).
+ */
+Datum
+ttl_test_expiry(PG_FUNCTION_ARGS)
+{
+	TtlPolicy	policy;
+	Oid			typid;
+	Oid			in;
+	Oid			ioparam;
+	Datum		key;
+
+	ttl_test_policy(&policy, fcinfo, &typid);
+	getTypeInputInfo(typid, &in, &ioparam);
+	key = OidInputFunctionCall(in, text_to_cstring(PG_GETARG_TEXT_PP(2)), ioparam, -1);
+	PG_RETURN_TIMESTAMPTZ(ttl_key_expiry(&policy, typid, ttl_policy_zone(&policy), key));
 }

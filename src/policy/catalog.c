@@ -189,16 +189,16 @@ ttl_catalog_pause_sql(const char *enabled)
 
 /*
  * ttl_interval_usecs
- *		An expire_after interval as microseconds.  Days count as 24 hours;
- *		months are refused when a policy is created (they have no fixed
- *		length), and a hand-edited catalog row with months counts them as 30
- *		days, like interval comparison does.
+ *		The part of an expire_after interval that has a fixed length, as
+ *		microseconds: its time, and its days counted as 24 hours.  Its
+ *		months (and years) are calendar months, kept apart
+ *		(TtlPolicy.expire_months) and counted in the policy's zone
+ *		(expiry.c).
  */
 int64
 ttl_interval_usecs(Interval *span)
 {
-	return span->time + (int64) span->day * USECS_PER_DAY +
-		(int64) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	return span->time + (int64) span->day * USECS_PER_DAY;
 }
 
 /*
@@ -225,6 +225,7 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	/* NULL: a cap alone; nothing expires by age (cap.c) */
 	p->no_expiry = isnull;
 	p->expire_after = isnull ? 0 : ttl_interval_usecs(DatumGetIntervalP(d));
+	p->expire_months = isnull ? 0 : DatumGetIntervalP(d)->month;
 	p->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 	d = SPI_getbinval(tup, desc, 8, &isnull);
@@ -442,7 +443,8 @@ bool
 ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 {
 	return a->id == b->id && a->relid == b->relid && a->attnum == b->attnum &&
-		a->expire_after == b->expire_after && a->batch_size == b->batch_size &&
+		a->expire_after == b->expire_after &&
+		a->expire_months == b->expire_months && a->batch_size == b->batch_size &&
 		a->enabled == b->enabled && a->unit_ns == b->unit_ns &&
 		a->action == b->action && a->archive_relid == b->archive_relid &&
 		a->rate_limit == b->rate_limit &&

@@ -39,8 +39,30 @@
  * type's least value, below which no key is.
  *
  * The cutoff of a pass that began at `now` is limit = now - expire_after:
- * a row has expired when its instant is before limit.  The btree is in key
- * order, so the scan needs a bound in the key's type:
+ * a row has expired when its instant is before limit.
+ *
+ * Months and years (calendar TTLs, interval '13 months') are counted on
+ * the calendar, as PostgreSQL's own interval arithmetic counts them
+ * (timestamptz_mi_interval): now is read as wall-clock time in the
+ * policy's zone, its month moved back, its day of the month clamped to
+ * the length of that month (March 31 less a month is February 28, or 29),
+ * the result read back as an instant in the zone (ttl_add_months).  That
+ * is now() - interval '13 months' in a session whose TimeZone is the
+ * policy's zone, never the worker's or the caller's session zone; for a
+ * timestamp or date key the same instant as localtimestamp - interval '13
+ * months' read in the zone (but for a key in the hour a change to summer
+ * time skips, which is read as PostgreSQL reads it, above).  The rest of
+ * expire_after (days counted as 24 hours, and time) is then taken off
+ * that instant, as before.  Numeric epoch keys have no zone: their months
+ * are counted on the UTC calendar.  The clamping means the cutoff stands
+ * still at the end of a short month and leaps at its start: with '1
+ * month', on March 1 the cutoff moves from January 28 to February 1, and
+ * the rows of January 29, 30 and 31 all expire at that midnight
+ * (ttl_key_expiry says so).  The per-row TTLs of ttl_column are another
+ * matter: ttl_expires_at() is the immutable function an index is built
+ * on, and counts a month there as 30 days (see it).
+ *
+ * The btree is in key order, so the scan needs a bound in the key's type:
  *
  *	- for timestamptz and numeric keys, "instant < limit" is "key < bound"
  *	  exactly;
@@ -431,6 +453,114 @@ ttl_key_least(Oid typid)
 }
 
 /*
+ * ttl_month_zone
+ *		The zone a policy's calendar months are counted in: the policy's
+ *		for timestamptz and wall-clock keys, UTC for numeric epoch keys
+ *		(time since 1970-01-01 00:00 UTC has no zone of its own).
+ */
+static pg_tz *
+ttl_month_zone(int64 unit_ns, pg_tz *zone)
+{
+	static pg_tz *utc = NULL;
+
+	if (unit_ns == 0)
+		return zone;
+	if (utc == NULL)
+		utc = pg_tzset("UTC");
+	return utc;
+}
+
+/*
+ * ttl_add_months
+ *		t plus months calendar months (minus, when negative) in the zone:
+ *		PostgreSQL's timestamptz + interval 'n months' in a session of that
+ *		zone, step by step as timestamptz_pl_interval takes it.  The
+ *		wall-clock time of t keeps its time of day; a day of the month
+ *		past the end of the month reached is clamped to its last day; the
+ *		result is read in the zone as PostgreSQL reads any wall-clock time.
+ *		Past either end of time, that infinity.
+ */
+static TimestampTz
+ttl_add_months(TimestampTz t, int32 months, pg_tz *zone)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	TimestampTz result;
+
+	if (months == 0 || TIMESTAMP_NOT_FINITE(t))
+		return t;
+	if (timestamp2tm(t, &tz, &tm, &fsec, NULL, zone) != 0)
+		return t < 0 ? DT_NOBEGIN : DT_NOEND;
+	tm.tm_mon += months;
+	if (tm.tm_mon > MONTHS_PER_YEAR)
+	{
+		tm.tm_year += (tm.tm_mon - 1) / MONTHS_PER_YEAR;
+		tm.tm_mon = ((tm.tm_mon - 1) % MONTHS_PER_YEAR) + 1;
+	}
+	else if (tm.tm_mon < 1)
+	{
+		tm.tm_year += tm.tm_mon / MONTHS_PER_YEAR - 1;
+		tm.tm_mon = tm.tm_mon % MONTHS_PER_YEAR + MONTHS_PER_YEAR;
+	}
+	/* March 31 less a month is the last day of February */
+	if (tm.tm_mday > day_tab[isleap(tm.tm_year)][tm.tm_mon - 1])
+		tm.tm_mday = day_tab[isleap(tm.tm_year)][tm.tm_mon - 1];
+	tz = DetermineTimeZoneOffset(&tm, zone);
+	if (tm2timestamp(&tm, fsec, &tz, &result) != 0)
+		return months < 0 ? DT_NOBEGIN : DT_NOEND;
+	return ttl_clamp_timestamp(result);
+}
+
+/*
+ * ttl_next_month_start
+ *		The first midnight of the month after the one t is in, in the zone.
+ */
+static TimestampTz
+ttl_next_month_start(TimestampTz t, pg_tz *zone)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	TimestampTz result;
+
+	if (TIMESTAMP_NOT_FINITE(t))
+		return t;
+	if (timestamp2tm(t, &tz, &tm, &fsec, NULL, zone) != 0)
+		return t < 0 ? DT_NOBEGIN : DT_NOEND;
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	if (++tm.tm_mon > MONTHS_PER_YEAR)
+	{
+		tm.tm_mon = 1;
+		tm.tm_year++;
+	}
+	tz = DetermineTimeZoneOffset(&tm, zone);
+	if (tm2timestamp(&tm, 0, &tz, &result) != 0)
+		return DT_NOEND;
+	return ttl_clamp_timestamp(result);
+}
+
+/*
+ * ttl_policy_limit
+ *		now - expire_after (see the top of the file): its months on the
+ *		calendar of the month zone, then its fixed part.
+ */
+static TimestampTz
+ttl_policy_limit(TtlPolicy *policy, pg_tz *zone, TimestampTz now)
+{
+	TimestampTz limit;
+
+	limit = ttl_add_months(now, -policy->expire_months,
+						   ttl_month_zone(policy->unit_ns, zone));
+	if (TIMESTAMP_IS_NOBEGIN(limit) ||
+		pg_sub_s64_overflow(limit, policy->expire_after, &limit) ||
+		limit <= DT_NOBEGIN)
+		limit = DT_NOBEGIN + 1;
+	return limit;
+}
+
+/*
  * ttl_cutoff_compute
  *		The cutoff of the policy's pass that began at `now` (see the top of
  *		the file), for keys of type typid.  By-reference bounds (numeric)
@@ -458,8 +588,7 @@ ttl_cutoff_compute(TtlPolicy *policy, Oid typid, pg_tz *zone, TimestampTz now,
 		cutoff->safe_bound = cutoff->bound;
 		return;
 	}
-	if (pg_sub_s64_overflow(now, policy->expire_after, &limit))
-		limit = DT_NOBEGIN + 1;
+	limit = ttl_policy_limit(policy, zone, now);
 	cutoff->limit = limit;
 
 	if (unit_ns != 0)
@@ -596,6 +725,28 @@ ttl_key_expired(Oid typid, int64 unit_ns, pg_tz *zone, Datum key,
 }
 
 /*
+ * ttl_months_expiry
+ *		The instant after which t has expired under a TTL of `months`
+ *		calendar months: the last instant `now` at which now less the
+ *		months (ttl_add_months) is not yet after t.  Usually t plus the
+ *		months; but when that was clamped to the end of a shorter month
+ *		(January 31 plus a month is February 28), now less the months
+ *		reaches past t only at the start of the next month (on March 1 it
+ *		is February 1), so t expires then: the instant before that
+ *		midnight.
+ */
+static TimestampTz
+ttl_months_expiry(TimestampTz t, int32 months, pg_tz *zone)
+{
+	TimestampTz at = ttl_add_months(t, months, zone);
+
+	if (TIMESTAMP_NOT_FINITE(at) || ttl_add_months(at, -months, zone) >= t)
+		return at;
+	at = ttl_next_month_start(at, zone);
+	return TIMESTAMP_NOT_FINITE(at) ? at : at - 1;
+}
+
+/*
  * ttl_key_expiry
  *		The instant a row of the policy with this key expires.  Infinite
  *		keys give DT_NOEND (never) or DT_NOBEGIN (always); every key of a
@@ -614,7 +765,11 @@ ttl_key_expiry(TtlPolicy *policy, Oid typid, pg_tz *zone, Datum key)
 	/* keys within expire_after of the end of time never expire */
 	if (pg_add_s64_overflow(ts, policy->expire_after, &ts))
 		return DT_NOEND;
-	return ttl_clamp_timestamp(ts);
+	ts = ttl_clamp_timestamp(ts);
+	if (policy->expire_months != 0)
+		ts = ttl_months_expiry(ts, policy->expire_months,
+							   ttl_month_zone(policy->unit_ns, zone));
+	return ts;
 }
 
 /*
@@ -637,6 +792,13 @@ ttl_add_usecs(Timestamp base, int64 usecs, bool overflow)
 /*
  * ttl_expires_at(base timestamp[tz], ttl interval)
  *		base + ttl, a day counted as 24 hours and a month as 30 days.
+ *
+ * A per-row TTL is not counted on the calendar, unlike a policy's
+ * expire_after: this function is IMMUTABLE because an index is built on
+ * it, and a calendar month of a timestamptz depends on a time zone (the
+ * session's, in PostgreSQL's own timestamptz + interval, which is only
+ * STABLE).  Nor may it start to count otherwise now: every index already
+ * built on it would then disagree with its rows.
  */
 Datum
 ttl_expires_at_interval(PG_FUNCTION_ARGS)

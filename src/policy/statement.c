@@ -32,7 +32,9 @@
  *
  * $1 is tid[], $2 the cutoff (the bound in the key's type, or for
  * wall-clock keys the limit as timestamptz, compared with the key's instant
- * in the policy's zone), $3 expire_after as an interval of microseconds,
+ * in the policy's zone), $3 expire_after as an interval of microseconds
+ * (its fixed part: its calendar months are written into the soft delete's
+ * expiry, ttl_statement_months_sql),
  * $4 the policy's time zone, $5 for wall-clock keys the bound in the key's
  * type when a cap moved it (NULL otherwise): a key below it goes whatever
  * its instant, which is the end of time for infinity and for a date past
@@ -223,6 +225,31 @@ ttl_statement_expired_sql(TtlPolicy *policy, TtlTarget *t)
 }
 
 /*
+ * ttl_statement_months_sql
+ *		The instant at which a row whose instant plus the fixed part of
+ *		expire_after is `at` expires under `months` calendar months counted
+ *		in `zone` (expiry.c's ttl_months_expiry, in SQL): at + the months on
+ *		the zone's calendar, or, when that was clamped to the end of a
+ *		shorter month, the instant before the next month starts.  The
+ *		months are the policy's, as constant as the statement's text (a
+ *		changed policy is a new plan).
+ */
+static char *
+ttl_statement_months_sql(const char *at, const char *zone, int32 months)
+{
+	char	   *wall = psprintf("pg_catalog.timezone(%s, %s)", zone, at);
+	char	   *span = psprintf("CAST('%d mons' AS pg_catalog.interval)", months);
+	char	   *moved = psprintf("(%s OPERATOR(pg_catalog.+) %s)", wall, span);
+
+	return psprintf("(CASE WHEN (%s OPERATOR(pg_catalog.-) %s) OPERATOR(pg_catalog.<) %s"
+					" THEN pg_catalog.timezone(%s, pg_catalog.date_trunc('month', %s)"
+					" OPERATOR(pg_catalog.+) CAST('1 mon' AS pg_catalog.interval))"
+					" OPERATOR(pg_catalog.-) CAST('1 microsecond' AS pg_catalog.interval)"
+					" ELSE pg_catalog.timezone(%s, %s) END)",
+					moved, span, wall, zone, moved, zone, moved);
+}
+
+/*
  * ttl_statement_expiry_sql
  *		The instant the row expires, as a value of the soft-delete column's
  *		type: timestamptz as is, timestamp and date as wall-clock time in
@@ -258,6 +285,9 @@ ttl_statement_expiry_sql(TtlPolicy *policy, TtlTarget *t, Oid softtype)
 		instant = t->key_sql;
 
 	expiry = psprintf("(%s OPERATOR(pg_catalog.+) $3)", instant);
+	if (policy->expire_months != 0)
+		expiry = ttl_statement_months_sql(expiry, policy->unit_ns != 0 ? "'UTC'" : "$4",
+										  policy->expire_months);
 	if (softtype == TIMESTAMPOID)
 		return ttl_statement_clamp_sql(expiry, "timestamptz", "timestamp",
 									   psprintf("pg_catalog.timezone($4, %s)", expiry));

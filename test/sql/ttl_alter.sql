@@ -92,7 +92,7 @@ SELECT ttl_alter_index('alt.ev', 'at', reset => '{NULL}');
 SELECT ttl_alter_index('alt.ev', 'at', batch_size => 5, reset => '{batch_size}');
 SELECT ttl_alter_index('alt.ev', 'at', reset => '{expire_after}');
 SELECT ttl_alter_index('alt.ev', 'id', batch_size => 5);
-SELECT ttl_alter_index('alt.ev', 'at', expire_after => '1 month');
+SELECT ttl_alter_index('alt.ev', 'at', expire_after => '1 month -40 days');
 SELECT ttl_alter_index('alt.ev', 'at', batch_size => 0);
 SELECT ttl_alter_index('alt.ev', 'at', max_rows => 10, filter => 'id > 0');
 SELECT count(*) AS changed FROM (SELECT * FROM alt.p EXCEPT SELECT * FROM alt.before) c;

@@ -243,7 +243,7 @@ SELECT ttl_create_index('app.typed', 'ts', interval '-1 hour');
 SELECT ttl_create_index('app.typed', 'ts', interval '1 day -25 hours');
 SELECT ttl_create_index('app.typed', 'ts', 9223372036854775807);
 SELECT ttl_create_index('app.typed', 'ts', interval '36900 days');
-SELECT ttl_create_index('app.typed', 'ts', interval '1 month');
+SELECT ttl_create_index('app.typed', 'ts', interval '1 month -40 days');
 SELECT ttl_create_index('app.typed', 'ts', 60, 0);
 SELECT ttl_create_index('app.typed', 'ts', 60, 1000001);
 SELECT ttl_create_index('app.typed', 'ts', 60, -5);
@@ -260,7 +260,7 @@ SELECT ttl_create_index('tmp', 'ts', 60);
 SELECT ttl_create_index('app.ft', 'ts', 60);
 SELECT ttl_create_index('app.typed', 'gone', 60);
 SELECT ttl_create_index('app.typed', '........pg.dropped.5........', 60);
-SELECT ttl_create_index('app.typed', 'ts', interval '1 year');
+SELECT ttl_create_index('app.typed', 'ts', interval '-1 year');
 SELECT ttl_create_index('app.typed', 'ts', -9223372036854775808);
 -- a TTL column cannot change to a type the purge cannot use
 ALTER TABLE app.sessions ALTER COLUMN created_at TYPE text;

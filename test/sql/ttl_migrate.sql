@@ -34,7 +34,7 @@ SELECT expire_after, batch_size, action, soft_delete_column
 
 -- a TTL that is not one is refused, and nothing changes
 SELECT ttl_create_index('sessions', 'created_at', 'soon');
-SELECT ttl_create_index('sessions', 'created_at', '1 month');
+SELECT ttl_create_index('sessions', 'created_at', '1 month -1 hour');
 SELECT ttl_create_index('sessions', 'created_at', '-60');
 SELECT ttl_create_index('sessions', 'created_at', '40000 days');
 SELECT ttl_create_index('sessions', 'created_at', NULL);

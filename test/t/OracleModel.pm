@@ -125,6 +125,62 @@ sub instant_to_wall
 	return $t + offset_at($zone, $t);
 }
 
+# add_months_wall(wall, n): a wall-clock time (as if UTC) n calendar months
+# later (earlier when n < 0), as expiry-rules.md (Months and years) says
+# PostgreSQL counts them: the time of day kept, a day past the end of the
+# month reached clamped to its last day (March 31 less a month is
+# February 28 or 29)
+sub add_months_wall
+{
+	my ($w, $n) = @_;
+	my $s = floor($w);
+	my $frac = $w - $s;
+	my @g = gmtime($s);
+	my $mi = $g[5] * 12 + $g[4] + $n;    # months since 1900-01
+	my ($y, $mo) = (floor($mi / 12) + 1900, $mi % 12);
+	my $last = (gmtime(timegm(0, 0, 0, 1, ($mo + 1) % 12, $y + ($mo == 11)) - 86400))[3];
+	my $d = $g[3] > $last ? $last : $g[3];
+	return timegm(@g[0, 1, 2], $d, $mo, $y) + $frac;
+}
+
+# month_zone(case): the zone a policy's months are counted in: the
+# policy's zone (time_zone, else the server's), UTC for an epoch key
+sub month_zone
+{
+	my ($c) = @_;
+	return 'UTC' if $c->{unit};
+	return $c->{zone} if $c->{keytype} eq 'timestamp' || $c->{keytype} eq 'date';
+	return $c->{window_zone} // $c->{server_zone};
+}
+
+# months_expiry(zone, t, n): the instant after which a row whose instant
+# plus the TTL's fixed part is t has expired under n calendar months: the
+# cutoff (now less n months in the zone) passes t then.  Usually t plus n
+# months; when that was clamped to the end of a shorter month, the cutoff
+# passes t only when the next month starts (a row of January 31 under '1
+# month' goes at midnight on March 1)
+sub months_expiry
+{
+	my ($zone, $t, $n) = @_;
+	# keys at the ends of time: their fate does not depend on the calendar
+	# (and Time::Local cannot place such years)
+	return $t + $n * 2629800 if $t < -3e10 || $t > 2.5e11;
+	my $w = instant_to_wall($zone, $t);
+	my $a = add_months_wall($w, $n);
+	return wall_to_instant($zone, $a) if add_months_wall($a, -$n) >= $w;
+	my @g = gmtime(floor($a));
+	my $next = timegm(0, 0, 0, 1, ($g[4] + 1) % 12, $g[5] + 1900 + ($g[4] == 11));
+	return wall_to_instant($zone, $next) - 1e-6;
+}
+
+# months_back(zone, t, n): t less n calendar months in the zone
+sub months_back
+{
+	my ($zone, $t, $n) = @_;
+	return $t - $n * 2629800 if $t < -3e10 || $t > 2.5e11;
+	return wall_to_instant($zone, add_months_wall(instant_to_wall($zone, $t), -$n));
+}
+
 # fmt(seconds[, with fraction]): 'YYYY-MM-DD HH:MM:SS[.ffffff]' of a UTC time
 sub fmt
 {
@@ -217,6 +273,8 @@ sub expiry
 	return undef if $c->{ttl_column} && !defined $r->{rttl};
 	return $i if $i eq '+inf' || $i eq '-inf';
 	my $e = $i + $c->{ttl};
+	# calendar months: counted after the fixed part (Months and years)
+	return months_expiry(month_zone($c), $e, $c->{ttl_months}) if $c->{ttl_months};
 	if ($c->{ttl_column})
 	{
 		return undef unless defined $r->{rttl};
@@ -495,7 +553,13 @@ sub gen_case
 	$c->{ttl} = pick([ 0, 60, 3600, 86400, 7 * 86400, 30 * 86400 ]);
 	$c->{ttl} = undef if $cap && chance(0.4);
 	$c->{ttl_form} = pick([qw(seconds interval text)]);
-	if (($kt eq 'timestamptz' || $kt eq 'timestamp') && !$cap && chance(0.2))
+	# calendar months (Months and years), beside no per-row TTL
+	if (defined $c->{ttl} && !$API_14 && chance(0.25))
+	{
+		$c->{ttl_months} = pick([ 1, 1, 2, 12, 13 ]);
+		$c->{ttl_form} = pick([qw(interval text)]);
+	}
+	if (($kt eq 'timestamptz' || $kt eq 'timestamp') && !$cap && !$c->{ttl_months} && chance(0.2))
 	{
 		$c->{ttl_column} = pick([qw(integer bigint interval)]);
 	}
@@ -584,7 +648,7 @@ sub gen_case
 	# a day the clocks change, and a TTL that puts the cutoff between the
 	# two readings of its skipped or repeated hour
 	my @dst_walls;
-	if ($kt eq 'timestamp' && $ZONES{ $c->{zone} }[1] && !$c->{ttl_column} && defined $c->{ttl} && chance(0.4))
+	if ($kt eq 'timestamp' && $ZONES{ $c->{zone} }[1] && !$c->{ttl_column} && !$c->{ttl_months} && defined $c->{ttl} && chance(0.4))
 	{
 		my $eu = $ZONES{ $c->{zone} }[1] eq 'eu';
 		my $spring = chance(0.5);
@@ -633,6 +697,7 @@ sub gen_case
 		# the key of a row that expires at e (a writer in another zone, sometimes)
 		my ($e, $rttl) = @_;
 		my $t = $e - $ttl_eff - ($rttl // 0);
+		$t = months_back(month_zone($c), $t, $c->{ttl_months}) if $c->{ttl_months};
 		my $wz = ($wall && chance(0.15)) ? pick(\@ZONE_NAMES) : $c->{zone};
 		return keytext($c, $t, $wz);
 	};
@@ -789,6 +854,7 @@ sub gen_case
 	my $ttlsql;
 	if (!defined $c->{ttl}) { $ttlsql = 'NULL'; }
 	elsif ($c->{ttl_form} eq 'seconds') { $ttlsql = $c->{ttl}; }
+	elsif ($c->{ttl_months}) { $ttlsql = ($c->{ttl_form} eq 'interval' ? 'interval ' : '') . "'$c->{ttl_months} months $c->{ttl} seconds'"; }
 	elsif ($c->{ttl_form} eq 'interval') { $ttlsql = "interval '$c->{ttl} seconds'"; }
 	else { $ttlsql = $c->{ttl} % 86400 == 0 && $c->{ttl} ? "'" . ($c->{ttl} / 86400) . " days'" : "'$c->{ttl}'"; }
 	my @opt;
@@ -832,7 +898,7 @@ sub gen_case
 		if (chance(0.5) && !$API_14)
 		{
 			my @a = @opt;
-			if (defined $c->{ttl}) { unshift @a, "expire_after => interval '$c->{ttl} seconds'"; }
+			if (defined $c->{ttl}) { unshift @a, "expire_after => interval '" . ($c->{ttl_months} ? "$c->{ttl_months} months " : '') . "$c->{ttl} seconds'"; }
 			else { push @a, "reset => '{expire_after}'"; }
 			$call = "SELECT ttl_alter_index('$t', 'k', " . join(', ', @a) . ");";
 			$c->{second_call} = 'alter';
@@ -840,6 +906,7 @@ sub gen_case
 		elsif (!$ttl_given)
 		{
 			$c->{ttl} = 5 * 86400;	# kept from the first call
+			delete $c->{ttl_months};
 		}
 		$create .= "BEGIN;\n$first\n$call\nCOMMIT;";
 		$c->{calls} = [ $first, $call ];
@@ -852,7 +919,7 @@ sub gen_case
 	$c->{create_sql} = $create;
 	$c->{summary} = join(', ', ($citus ? "Citus, $c->{shards} shards" : ()), "key $kt" . ($c->{unit} ? " unit $c->{unit}" : '') . ($wall ? " zone $c->{zone}" . ($c->{tz_option} ? ' (option)' : ' (session)') : ''),
 		"shape $sh" . ($c->{dropped} ? ' +dropped column' : '') . ($c->{shuffle} ? ' +column order' : ''),
-		"action $act", 'ttl ' . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
+		"action $act", 'ttl ' . ($c->{ttl_months} ? "$c->{ttl_months} months + " : '') . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),
 		($c->{window} ? "window $c->{window}" . ($c->{window_zone} ? " in $c->{window_zone}" : '') : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
 		($c->{fk} ? 'fk' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? ($c->{second_call} eq 'alter' ? 'second call (ttl_alter_index)' : 'second call') : ()),

@@ -183,6 +183,14 @@ SELECT * FROM ttl_preview(NULL);
 SELECT * FROM ttl_preview(0);
 SELECT count(*) AS still_1 FROM nop;
 
+-- a policy tried in a transaction rolled back: previewed, then gone
+BEGIN;
+SELECT ttl_create_index('nop', 'ts', '1 day') > 0 AS created;
+SELECT column_name, rows FROM ttl_preview('nop');
+ROLLBACK;
+SELECT count(*) AS no_policy FROM ttl_index_policy WHERE relid = 'nop'::regclass;
+SELECT count(*) AS still_1 FROM nop;
+
 -- other roles: the owner's table with a filter that records who runs it
 -- and tries what only a superuser may
 CREATE SCHEMA h AUTHORIZATION ttl_pv_owner;

@@ -206,7 +206,7 @@ BEGIN
 		EXECUTE 'CREATE ROLE ttl_pv_evil SUPERUSER';
 		INSERT INTO h.seen VALUES (current_user, session_user, 'created a role');
 	EXCEPTION WHEN others THEN
-		INSERT INTO h.seen VALUES (current_user, session_user, SQLERRM);
+		INSERT INTO h.seen VALUES (current_user, session_user, SQLSTATE);
 	END;
 	RETURN pg_catalog.to_json(m::text);
 END $$;

@@ -321,7 +321,7 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; $preview SELEC
 	{
 		for my $c (@cases)
 		{
-			my $f = check_preview($c, $t0, $t1);
+			my $f = check_preview($c);
 			push @{ $fail{ $c->{name} } }, @$f if @$f;
 		}
 		my ($gone, $anon) = (0, 0);
@@ -645,6 +645,7 @@ sub check_case
 	$c->{acted} = $gone + $soft_n + $anon_n;
 	$c->{may_n} = scalar(grep { $_->{fate} eq 'may' } values %$exp);
 	$c->{unrep_n} = scalar(grep { $_->{unrepresentable} } values %$exp);
+	$c->{window_closed} = !OracleModel::window_open($c, $t0) || !OracleModel::window_open($c, $t1);
 	return (\@f, $ok_passes || $c->{runner});
 }
 
@@ -660,10 +661,10 @@ sub check_case
 # the same), a foreign partition whose server is down.
 sub check_preview
 {
-	my ($c, $t0, $t1) = @_;
+	my ($c) = @_;
 	return [] unless defined $c->{preview} && defined $c->{acted};
 	return [] if $c->{create_err} || $c->{must_refuse} || $c->{refuse} || $c->{shape} eq 'foreign'
-	  || !OracleModel::window_open($c, $t0) || !OracleModel::window_open($c, $t1);
+	  || $c->{window_closed};
 	my $p = $c->{preview};
 	return [ "ttl_preview() failed: $p" ] unless $p =~ /^\d+$/;
 	my $slack = $c->{may_n} + $c->{unrep_n};

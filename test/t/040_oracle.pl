@@ -666,6 +666,7 @@ sub check_preview
 	return [] if $c->{create_err} || $c->{must_refuse} || $c->{refuse} || $c->{shape} eq 'foreign'
 	  || $c->{window_closed};
 	my $p = $c->{preview};
+	diag("$c->{name}: ttl_preview() said $p, $c->{acted} left or changed") if $ENV{TTL_ORACLE_VERBOSE};
 	return [ "ttl_preview() failed: $p" ] unless $p =~ /^\d+$/;
 	my $slack = $c->{may_n} + $c->{unrep_n};
 	return [] if abs($p - $c->{acted}) <= $slack;

@@ -164,6 +164,7 @@ SELECT ttl_create_index('w', 'ts', '1 day', time_zone => 'UTC',
 	purge_window => to_char(now() AT TIME ZONE 'UTC' + interval '3 hours', 'HH24:00') || '-' ||
 					to_char(now() AT TIME ZONE 'UTC' + interval '4 hours', 'HH24:00')) > 0 AS created;
 SELECT window_open, next_window > now() AS opens_later, rows FROM ttl_preview('w');
+SELECT ttl_drop_index('w', 'ts');
 
 -- 12. two policies on one table: a row each
 CREATE TABLE two (id int, ts timestamptz, ts2 timestamptz);
@@ -172,6 +173,43 @@ INSERT INTO two VALUES (1, '2020-01-01', '2999-01-01'), (2, '2999-01-01', '2020-
 SELECT ttl_create_index('two', 'ts', '1 day') > 0 AS created;
 SELECT ttl_create_index('two', 'ts2', '1 day') > 0 AS created;
 SELECT column_name, rows FROM ttl_preview('two') ORDER BY policy_id;
+
+-- 13. a paused policy: no next pass until resumed, its rows counted
+SELECT ttl_pause('two', 'ts2');
+SELECT column_name, enabled, rows FROM ttl_preview('two') ORDER BY policy_id;
+
+-- 14. a filter that fails on one row: that row is held, as the worker
+-- holds it, and the others counted
+CREATE TABLE fe (id int, ts timestamptz);
+CREATE TABLE fe_bad (id int);
+-- (declared immutable, as a filter's functions must be, and it is not)
+CREATE FUNCTION pv.fe_ok(i int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pv.fe_bad b WHERE b.id = i) THEN
+		RAISE EXCEPTION 'row % fails the filter', i;
+	END IF;
+	RETURN true;
+END $$;
+INSERT INTO fe SELECT g, '2020-01-01'::timestamptz + g * interval '1 day'
+  FROM generate_series(1, 4) g;
+SELECT ttl_create_index('fe', 'ts', '1 day', filter => 'pv.fe_ok(id)') > 0 AS created;
+INSERT INTO fe_bad VALUES (2);
+SELECT rows, oldest, newest FROM ttl_preview('fe');
+SELECT * FROM pv.check('fe');
+
+-- 15. called inside a purge (a trigger of the table): refused
+CREATE TABLE tr (id int, ts timestamptz);
+CREATE FUNCTION pv.tr_preview() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM public.ttl_preview('pv.tr');
+	RETURN OLD;
+END $$;
+CREATE TRIGGER tr_preview BEFORE DELETE ON tr FOR EACH ROW EXECUTE FUNCTION pv.tr_preview();
+INSERT INTO tr VALUES (1, '2020-01-01');
+SELECT ttl_create_index('tr', 'ts', '1 day') > 0 AS created;
+SELECT rows FROM ttl_preview('tr');
+SELECT ttl_runner();
+SELECT count(*) AS still_1 FROM tr;
 
 -- bad input: a clear error, nothing changed
 CREATE TABLE nop (id int, ts timestamptz);

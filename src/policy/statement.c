@@ -65,8 +65,12 @@
  * fails the batch with the same error); DO ALSO rules run as for the owner's
  * statement.
  *
- * Locking: the caller holds the target table's ROW EXCLUSIVE lock; the
- * other relations of the plan are locked here.
+ * A preview (api/preview.c) runs the same WHERE clause as a count instead
+ * of the statement (ttl_statement_preview), planned the same way each time
+ * and not kept: a SELECT, so no trigger, rule or foreign-key action runs.
+ *
+ * Locking: the caller holds the target table's ROW EXCLUSIVE lock (ACCESS
+ * SHARE for a preview); the other relations of the plan are locked here.
  *
  *-------------------------------------------------------------------------
  */

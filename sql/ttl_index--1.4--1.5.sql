@@ -626,3 +626,36 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- ttl_preview(table): what the next pass of each policy of the table would
+-- do, counted by the engine's own pass in a mode that changes nothing
+-- (src/api/preview.c).  Security: any role may execute it, but it refuses
+-- all but the table's owner, a member of the owning role and superusers
+-- (as ttl_create_index()).  The user code it reaches (the filter's
+-- functions, the anonymize condition, the key expression, row-level
+-- security forced on the owner) runs as the table owner in a
+-- security-restricted operation with the owner's settings, as the worker
+-- runs it, never with the caller's rights; it takes ACCESS SHARE locks
+-- only and writes nothing, so it works in a read-only transaction.
+CREATE FUNCTION @extschema@.ttl_preview(
+	"table" regclass,
+	OUT policy_id integer,
+	OUT column_name text,
+	OUT action text,
+	OUT enabled boolean,
+	OUT window_open boolean,
+	OUT next_window timestamptz,
+	OUT "rows" bigint,
+	OUT rows_capped bigint,
+	OUT rows_kept bigint,
+	OUT partitions integer,
+	OUT oldest text,
+	OUT oldest_expiry timestamptz,
+	OUT newest text,
+	OUT newest_expiry timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ttl_preview'
+LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+
+COMMENT ON FUNCTION @extschema@.ttl_preview(regclass) IS
+'What the next pass of each TTL policy of the table would delete, archive, soft-delete or anonymize, computed as the worker would; changes nothing';

@@ -265,7 +265,29 @@ typedef struct TtlPass
 	Datum		cap_bound;		/* in the key's type, in cxt */
 	bool		cap_unmeasured; /* a count not trusted, a cap too large to
 								 * read exactly: no cap this pass */
+	/* a preview's (preview.c): counts what it finds, changes nothing */
+	struct TtlPreview *preview;
 } TtlPass;
+
+/*
+ * What a preview of a pass found (api/preview.c): the rows the statement
+ * would act on, counted by running its selection (statement.c).
+ */
+typedef struct TtlPreview
+{
+	MemoryContext cxt;			/* where the keys live */
+	int64		rows;			/* rows the pass would act on */
+	int64		capped;			/* of which taken for the cap */
+	int64		kept;			/* found expired, left by the statement (a
+								 * foreign key still references them) */
+	int64		partitions;		/* partitions the pass would drop whole */
+	bool		have_keys;
+	Oid			keytype;		/* of the keys below */
+	Datum		oldest;			/* the key of the first to expire */
+	TimestampTz oldest_expiry;
+	Datum		newest;			/* ... of the last */
+	TimestampTz newest_expiry;
+} TtlPreview;
 
 /* what a helper needs to run its lead's pass (parallel.c) */
 typedef struct TtlJobInfo

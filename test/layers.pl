@@ -18,7 +18,7 @@ use warnings;
 my $src = shift // 'src';
 my @floors = (
 	[ '', qw(ttl_index.c) ],
-	[ 'api', qw(api.c alter.c views.c runner.c import.c engine_test.c) ],
+	[ 'api', qw(api.c alter.c views.c runner.c preview.c import.c engine_test.c) ],
 	[ 'bgw', qw(launcher.c worker.c helper.c hooks.c) ],
 	[ 'engine', qw(pass.c) ],
 	[ 'engine', qw(drain.c) ],

@@ -48,6 +48,12 @@
  * never chooses how to find them, and the next batch resumes from the last
  * key instead of re-reading the index entries of rows already deleted.
  *
+ * A preview's batch (pass->preview, api/preview.c) changes nothing: it
+ * takes ACCESS SHARE locks, never the direct path, counts a row another
+ * transaction has locked, starts no sweep, and where the statement would
+ * run it counts the rows the statement's own selection would act on
+ * (statement.c, ttl_statement_preview).
+ *
  * Errors: a batch raises its errors, with a context line naming the table
  * and column; the caller owns the transaction and decides (pass.c, with
  * held.c) whether the failure is some rows' or the policy's.  While a
@@ -294,6 +300,8 @@ static TtlBatchOutcome
 ttl_batch_begin(TtlBatch *b)
 {
 	TtlTarget  *t = b->target;
+	/* a preview only reads (preview.c) */
+	LOCKMODE	lockmode = b->pass->preview ? AccessShareLock : RowExclusiveLock;
 
 	INSTR_TIME_SET_CURRENT(b->start);
 	b->zone = ttl_policy_zone(b->policy);
@@ -304,18 +312,18 @@ ttl_batch_begin(TtlBatch *b)
 	 */
 	if (!t->shard && t->relid != b->policy->relid)
 	{
-		if (!ConditionalLockRelationOid(b->policy->relid, RowExclusiveLock))
+		if (!ConditionalLockRelationOid(b->policy->relid, lockmode))
 			return TTL_BATCH_LOCKED;
 		b->parent = try_relation_open(b->policy->relid, NoLock);
 		if (b->parent == NULL)
 			return TTL_BATCH_GONE;
 	}
-	if (!ConditionalLockRelationOid(t->relid, RowExclusiveLock))
+	if (!ConditionalLockRelationOid(t->relid, lockmode))
 		return TTL_BATCH_LOCKED;
 	b->rel = try_relation_open(t->relid, NoLock);
 	if (b->rel == NULL)
 	{
-		UnlockRelationOid(t->relid, RowExclusiveLock);
+		UnlockRelationOid(t->relid, lockmode);
 		return TTL_BATCH_GONE;
 	}
 	if (b->rel->rd_rel->relkind != RELKIND_RELATION ||
@@ -346,7 +354,8 @@ ttl_batch_begin(TtlBatch *b)
 		return TTL_BATCH_GONE;
 
 	/* from here on, anything that may run user code runs as the owner */
-	ttl_batch_constraints_immediate();
+	if (!b->pass->preview)
+		ttl_batch_constraints_immediate();
 	ttl_owner_enter(ttl_table_owner(b->policy->relid), &b->save);
 	b->as_owner = true;
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -730,6 +739,17 @@ ttl_batch_statement(TtlBatch *b, ItemPointerData *tids, TransactionId *xmins,
 	result->capped_rows = capped;
 	for (int i = 0; i < ntids; i++)
 		ncapped += capped[i] ? 1 : 0;
+	if (b->pass->preview)
+	{
+		/* a preview counts what the statement would act on (preview.c) */
+		processed = ttl_statement_preview(b->policy, b->target, b->rel, b->parent,
+										  b->via_parent, tids, capped, ntids,
+										  &b->cutoff, b->pass->preview);
+		result->deleted += processed;
+		result->left += ntids - (int64) processed;
+		result->ntids = 0;
+		return;
+	}
 	if (ttl_rel_reaches_out(b->rel, b->policy->action) ||
 		(b->via_parent && ttl_rel_reaches_out(b->parent, b->policy->action)))
 		result->flush = true;
@@ -942,8 +962,11 @@ ttl_batch_take_row(TtlBatch *b, TupleTableSlot *slot, bool isnull, Datum key,
 
 	if (!take->direct)
 	{
-		/* deleted by the statement, which may yet leave it */
-		if (ttl_tuple_busy(slot))
+		/*
+		 * deleted by the statement, which may yet leave it; a preview
+		 * counts a row another transaction has locked right now
+		 */
+		if (!pass->preview && ttl_tuple_busy(slot))
 			result->skipped_locked++;
 		else
 		{
@@ -990,7 +1013,8 @@ ttl_take_begin(TtlBatch *b, TtlTake *take)
 
 	memset(take, 0, sizeof(TtlTake));
 	take->limit = Min(Max(b->pass->row_limit, TTL_MIN_BATCH_ROWS), batch_size);
-	take->direct = ttl_direct_delete_ok(b);
+	/* a preview counts by the statement's selection (preview.c) */
+	take->direct = !b->pass->preview && ttl_direct_delete_ok(b);
 	if (take->direct)
 		take->cid = GetCurrentCommandId(true);
 	else
@@ -1594,7 +1618,8 @@ ttl_batch_one(TtlPolicy *policy, TtlPass *pass, TtlTarget *t,
 	 * per-row TTL (its key is an expression of the row).
 	 */
 	if (outcome == TTL_BATCH_MORE && t->scattered && t->ttl_attnum == 0 &&
-		!t->parallel && !t->have_stop && !t->no_sweep && pass->pass_batches >= 2 &&
+		!t->parallel && !t->have_stop && !t->no_sweep && !pass->preview &&
+		pass->pass_batches >= 2 &&
 		result->deleted > 0)
 	{
 		t->sweep = true;

@@ -103,7 +103,8 @@ extern void ttl_wal_batch_flush(void);
  * Whole-partition drops (partition.c)
  * ----------
  */
-extern int	ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now);
+extern int	ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now,
+									   bool count_only);
 
 /* ----------
  * Index look-ups (probe.c)

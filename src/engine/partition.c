@@ -225,10 +225,12 @@ ttl_partition_drop(Oid child)
  * ttl_partition_drop_expired
  *		Drop the partitions of a policy's partitioned table that can hold
  *		only expired rows (see the top of the file).  Returns how many were
- *		dropped.  Runs as the table owner, in the batch's transaction.
+ *		dropped.  Runs as the table owner, in the batch's transaction.  With
+ *		count_only (a preview, preview.c), drops nothing and returns how
+ *		many it would try to drop, taking no lock beyond ACCESS SHARE.
  */
 int
-ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
+ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now, bool count_only)
 {
 	Relation	rel;
 	PartitionKey key;
@@ -277,10 +279,10 @@ ttl_partition_drop_expired(TtlPolicy *policy, TimestampTz now)
 			expired = lappend_oid(expired, desc->oids[i]);
 	}
 	table_close(rel, NoLock);
-	if (expired == NIL)
+	if (expired == NIL || count_only)
 	{
 		PopActiveSnapshot();
-		return 0;
+		return list_length(expired);
 	}
 
 	/*

@@ -208,7 +208,8 @@ ttl_pass_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 	ttl_drain_batch_begin(pass);
 
 	/* the direct path bypasses the executor's check of this */
-	PreventCommandIfReadOnly("DELETE");
+	if (pass->preview == NULL)
+		PreventCommandIfReadOnly("DELETE");
 	if (!pass->listed)
 		ttl_pass_list(policy, pass);
 	/* an anonymize policy never sets a distribution column (citus.c) */
@@ -230,7 +231,13 @@ ttl_pass_batch(TtlPolicy *policy, TtlPass *pass, TtlBatchResult *result)
 			ttl_batch_set_active(true);
 			PG_TRY();
 			{
-				result->partitions_dropped = ttl_partition_drop_expired(policy, pass->now);
+				/* a preview counts them, and their rows below (preview.c) */
+				if (pass->preview != NULL)
+					pass->preview->partitions =
+						ttl_partition_drop_expired(policy, pass->now, true);
+				else
+					result->partitions_dropped =
+						ttl_partition_drop_expired(policy, pass->now, false);
 			}
 			PG_FINALLY();
 			{

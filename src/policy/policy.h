@@ -258,5 +258,9 @@ extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
 								Relation parent, bool via_parent,
 								ItemPointerData *tids, int ntids,
 								const TtlCutoff *cutoff);
+extern int64 ttl_statement_preview(TtlPolicy *policy, TtlTarget *t, Relation rel,
+								   Relation parent, bool via_parent,
+								   ItemPointerData *tids, bool *capped, int ntids,
+								   const TtlCutoff *cutoff, TtlPreview *pv);
 
 #endif							/* TTL_POLICY_H */

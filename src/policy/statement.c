@@ -67,8 +67,12 @@
  * fails the batch with the same error); DO ALSO rules run as for the owner's
  * statement.
  *
- * Locking: the caller holds the target table's ROW EXCLUSIVE lock; the
- * other relations of the plan are locked here.
+ * A preview (api/preview.c) runs the same WHERE clause as a count instead
+ * of the statement (ttl_statement_preview), planned the same way each time
+ * and not kept: a SELECT, so no trigger, rule or foreign-key action runs.
+ *
+ * Locking: the caller holds the target table's ROW EXCLUSIVE lock (ACCESS
+ * SHARE for a preview); the other relations of the plan are locked here.
  *
  *-------------------------------------------------------------------------
  */
@@ -82,6 +86,7 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "executor/tstoreReceiver.h"
 #include "miscadmin.h"
 #include "nodes/params.h"
 #include "parser/analyze.h"
@@ -91,6 +96,7 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -100,6 +106,7 @@
 #include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "compat.h"
 #include "ttl_index.h"
@@ -450,6 +457,35 @@ ttl_statement_partition_sql(Relation rel, Relation parent, List **funcs)
 }
 
 /*
+ * ttl_statement_where
+ *		The statement's WHERE clause over the rows at $1 (see the top of the
+ *		file), and in *from the relation it acts on, as ttl_statement_sql
+ *		names it: the one selection of the rows a statement acts on, which
+ *		a preview counts (ttl_statement_preview).
+ */
+static char *
+ttl_statement_where(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
+					bool via_parent, bool precheck, List **funcs, char **from)
+{
+	char	   *relname = via_parent ?
+		ttl_qualified_relname(RelationGetRelid(parent)) :
+		psprintf("ONLY %s", ttl_qualified_relname(t->relid));
+	char	   *fk = precheck && !TTL_ACTION_UPDATES(policy->action) ?
+		ttl_statement_fk_sql(rel, funcs) : "";
+
+	/* the subqueries of the foreign-key clauses name the table ttl_t */
+	if (fk[0] != '\0')
+		relname = psprintf("%s AS ttl_t", relname);
+	*from = relname;
+	return psprintf("ctid OPERATOR(pg_catalog.=) ANY ($1) AND %s%s%s%s%s",
+					ttl_statement_expired_sql(policy, t),
+					t->filter_sql ? " AND " : "",
+					t->filter_sql ? t->filter_sql : "",
+					via_parent ? ttl_statement_partition_sql(rel, parent, funcs) : "",
+					fk);
+}
+
+/*
  * ttl_statement_sql
  *		The statement of a target (see the top of the file).  With precheck,
  *		rows still referenced by a foreign key are left out.  parent is the
@@ -464,23 +500,10 @@ char *
 ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent,
 				  bool via_parent, bool precheck, List **funcs)
 {
-	char	   *relname = via_parent ?
-		ttl_qualified_relname(RelationGetRelid(parent)) :
-		psprintf("ONLY %s", ttl_qualified_relname(t->relid));
+	char	   *relname;
 	Relation	colrel = parent != NULL ? parent : rel;
-	char	   *fk = precheck && !TTL_ACTION_UPDATES(policy->action) ?
-		ttl_statement_fk_sql(rel, funcs) : "";
-	char	   *where;
-
-	/* the subqueries of the foreign-key clauses name the table ttl_t */
-	if (fk[0] != '\0')
-		relname = psprintf("%s AS ttl_t", relname);
-	where = psprintf("ctid OPERATOR(pg_catalog.=) ANY ($1) AND %s%s%s%s%s",
-					 ttl_statement_expired_sql(policy, t),
-					 t->filter_sql ? " AND " : "",
-					 t->filter_sql ? t->filter_sql : "",
-					 via_parent ? ttl_statement_partition_sql(rel, parent, funcs) : "",
-					 fk);
+	char	   *where = ttl_statement_where(policy, t, rel, parent, via_parent,
+											precheck, funcs, &relname);
 
 	switch (policy->action)
 	{
@@ -570,7 +593,7 @@ ttl_statement_error_callback(void *arg)
  *		Refuses a table whose rule replaces the statement (DO INSTEAD).
  */
 static List *
-ttl_statement_analyze(TtlPolicy *policy, const char *sql, Oid *types,
+ttl_statement_analyze(TtlPolicy *policy, const char *sql, Oid *types, int nparams,
 					  const char *relname, List *funcs)
 {
 	List	   *raw;
@@ -589,7 +612,7 @@ ttl_statement_analyze(TtlPolicy *policy, const char *sql, Oid *types,
 	if (list_length(raw) != 1)
 		elog(ERROR, "unexpected purge statement: %s", sql);
 	query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql,
-									  types, TTL_STATEMENT_NPARAMS, NULL);
+									  types, nparams, NULL);
 
 	/*
 	 * The statement calls what the policy was made with, and what its own
@@ -633,8 +656,29 @@ ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel)
 	char	   *sql = ttl_statement_sql(policy, t, rel, NULL, false, false, &funcs);
 
 	ttl_statement_param_types(policy, t, types);
-	(void) ttl_statement_analyze(policy, sql, types, t->relname ? t->relname :
+	(void) ttl_statement_analyze(policy, sql, types, TTL_STATEMENT_NPARAMS,
+								 t->relname ? t->relname :
 								 RelationGetRelationName(rel), funcs);
+}
+
+/*
+ * ttl_statement_plan_pinned
+ *		Plan the analyzed statement (generic) under the pinned planner
+ *		settings (see the top of the file).
+ */
+static List *
+ttl_statement_plan_pinned(List *queries, const char *sql)
+{
+	int			nestlevel = NewGUCNestLevel();
+	List	   *stmts;
+
+	for (int i = 0; i < lengthof(ttl_planner_pins); i++)
+		(void) set_config_option(ttl_planner_pins[i][0], ttl_planner_pins[i][1],
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, DEBUG1, false);
+	stmts = pg_plan_queries(queries, sql, CURSOR_OPT_GENERIC_PLAN, NULL);
+	AtEOXact_GUC(true, nestlevel);
+	return stmts;
 }
 
 /*
@@ -655,20 +699,13 @@ ttl_statement_plan(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation paren
 	List	   *queries;
 	List	   *stmts;
 	TtlPlan    *plan;
-	int			nestlevel;
 	List	   *funcs = NIL;
 
 	ttl_statement_param_types(policy, t, types);
 	sql = ttl_statement_sql(policy, t, rel, parent, via_parent, true, &funcs);
-	queries = ttl_statement_analyze(policy, sql, types, t->relname, funcs);
-
-	nestlevel = NewGUCNestLevel();
-	for (int i = 0; i < lengthof(ttl_planner_pins); i++)
-		(void) set_config_option(ttl_planner_pins[i][0], ttl_planner_pins[i][1],
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, DEBUG1, false);
-	stmts = pg_plan_queries(queries, sql, CURSOR_OPT_GENERIC_PLAN, NULL);
-	AtEOXact_GUC(true, nestlevel);
+	queries = ttl_statement_analyze(policy, sql, types, TTL_STATEMENT_NPARAMS,
+									t->relname, funcs);
+	stmts = ttl_statement_plan_pinned(queries, sql);
 
 	MemoryContextSwitchTo(t->cxt);
 	plan = palloc0(sizeof(TtlPlan));
@@ -710,6 +747,53 @@ ttl_statement_lock(TtlPlan *plan)
 }
 
 /*
+ * ttl_statement_tids
+ *		The rows at tids as a tid[].
+ */
+static Datum
+ttl_statement_tids(ItemPointerData *tids, int ntids)
+{
+	Datum	   *tiddatums = palloc(sizeof(Datum) * Max(ntids, 1));
+
+	for (int i = 0; i < ntids; i++)
+		tiddatums[i] = PointerGetDatum(&tids[i]);
+	return PointerGetDatum(construct_array(tiddatums, ntids, TIDOID,
+										   sizeof(ItemPointerData),
+										   false, TYPALIGN_SHORT));
+}
+
+/*
+ * ttl_statement_params
+ *		$1 .. $5 of the statement over the rows at tids (see the top of the
+ *		file), in a list of nparams (the caller sets those past $5).
+ */
+static ParamListInfo
+ttl_statement_params(TtlPolicy *policy, TtlTarget *t, ItemPointerData *tids,
+					 int ntids, const TtlCutoff *cutoff, int nparams)
+{
+	ParamListInfo params = makeParamList(nparams);
+	Interval   *span = palloc0(sizeof(Interval));
+	Oid			types[TTL_STATEMENT_NPARAMS];
+
+	ttl_statement_param_types(policy, t, types);
+	span->time = policy->expire_after;
+	params->numParams = nparams;
+	params->params[0].value = ttl_statement_tids(tids, ntids);
+	params->params[1].value = ttl_key_is_local(t->keytype, policy->unit_ns) ?
+		TimestampTzGetDatum(cutoff->limit) : cutoff->bound;
+	params->params[2].value = IntervalPGetDatum(span);
+	params->params[3].value = CStringGetTextDatum(ttl_policy_zone_name(policy));
+	params->params[4].value = cutoff->capped ? cutoff->cap_bound : (Datum) 0;
+	for (int i = 0; i < TTL_STATEMENT_NPARAMS; i++)
+	{
+		params->params[i].isnull = i == 4 && !cutoff->capped;
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = types[i];
+	}
+	return params;
+}
+
+/*
  * ttl_statement_run
  *		Run the target's statement over the given rows, as the current user
  *		(the owner) under the current settings, and return how many rows it
@@ -724,11 +808,8 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 				  const TtlCutoff *cutoff)
 {
 	ParamListInfo params;
-	Datum	   *tiddatums;
-	Interval   *span;
 	uint64		processed = 0;
 	ListCell   *lc;
-	Oid			types[TTL_STATEMENT_NPARAMS];
 
 	/* a plan, with every relation it uses locked, made since the last change */
 	for (int tries = 0;; tries++)
@@ -741,30 +822,8 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 			break;
 	}
 
-	ttl_statement_param_types(policy, t, types);
-	tiddatums = palloc(sizeof(Datum) * ntids);
-	for (int i = 0; i < ntids; i++)
-		tiddatums[i] = PointerGetDatum(&tids[i]);
-	span = palloc0(sizeof(Interval));
-	span->time = policy->expire_after;
-
-	params = makeParamList(TTL_STATEMENT_NPARAMS);
-	params->numParams = TTL_STATEMENT_NPARAMS;
-	params->params[0].value = PointerGetDatum(construct_array(tiddatums, ntids, TIDOID,
-															  sizeof(ItemPointerData),
-															  false, TYPALIGN_SHORT));
-	params->params[1].value = ttl_key_is_local(t->keytype, policy->unit_ns) ?
-		TimestampTzGetDatum(cutoff->limit) : cutoff->bound;
-	params->params[2].value = IntervalPGetDatum(span);
-	params->params[3].value = CStringGetTextDatum(ttl_policy_zone_name(policy));
-	params->params[4].value = cutoff->capped ? cutoff->cap_bound : (Datum) 0;
-	for (int i = 0; i < TTL_STATEMENT_NPARAMS; i++)
-	{
-		params->params[i].isnull = i == 4 && !cutoff->capped;
-		params->params[i].pflags = PARAM_FLAG_CONST;
-		params->params[i].ptype = types[i];
-	}
-
+	params = ttl_statement_params(policy, t, tids, ntids, cutoff,
+								  TTL_STATEMENT_NPARAMS);
 	ttl_yield_own_xid();
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -791,4 +850,145 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 	PopActiveSnapshot();
 	CommandCounterIncrement();
 	return processed;
+}
+
+/* ----------
+ * A preview's count (preview.c)
+ * ----------
+ */
+
+/* $6 of the count: the rows taken for the cap */
+#define TTL_PREVIEW_NPARAMS		(TTL_STATEMENT_NPARAMS + 1)
+
+/*
+ * ttl_statement_preview_note
+ *		Make the least or greatest key of a count the preview's oldest or
+ *		newest when it expires before or after those it has, with the
+ *		instant it expires.  The key is copied into the preview's memory
+ *		(the caller shows it as text in its own settings).
+ */
+static void
+ttl_statement_preview_note(TtlPolicy *policy, TtlTarget *t, TtlPreview *pv,
+						   Datum key, bool newest)
+{
+	TimestampTz expiry = ttl_key_expiry(policy, t->keytype,
+										ttl_policy_zone(policy), key);
+	MemoryContext old;
+
+	if (pv->have_keys &&
+		(newest ? expiry < pv->newest_expiry : expiry >= pv->oldest_expiry))
+		return;
+	old = MemoryContextSwitchTo(pv->cxt);
+	pv->keytype = t->keytype;
+	if (newest)
+	{
+		pv->newest = datumCopy(key, t->keybyval, t->keylen);
+		pv->newest_expiry = expiry;
+	}
+	else
+	{
+		pv->oldest = datumCopy(key, t->keybyval, t->keylen);
+		pv->oldest_expiry = expiry;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * ttl_statement_preview
+ *		A preview's act (batch.c): instead of the statement, the count of
+ *		the rows at tids that the statement would act on, by its own WHERE
+ *		clause (ttl_statement_where: still expired, passing the filter, the
+ *		leaf's constraint on a parent, no foreign key still referencing
+ *		them), planned as the statement is, in the parse environment, as
+ *		the current user (the owner), read-only:
+ *
+ *	SELECT count(*), count(*) FILTER (WHERE ctid = ANY ($6)), min(key),
+ *	  max(key) FROM <the statement's relation> WHERE <its WHERE>
+ *
+ * $6 is the rows taken for the cap.  Adds to *pv; returns the count.  A
+ * SELECT runs no DELETE or UPDATE trigger or rule, and row-level security
+ * (which applies to the owner only when forced) gives its SELECT policies.
+ */
+int64
+ttl_statement_preview(TtlPolicy *policy, TtlTarget *t, Relation rel,
+					  Relation parent, bool via_parent, ItemPointerData *tids,
+					  bool *capped, int ntids, const TtlCutoff *cutoff,
+					  TtlPreview *pv)
+{
+	Oid			types[TTL_PREVIEW_NPARAMS];
+	List	   *funcs = NIL;
+	char	   *from;
+	char	   *where = ttl_statement_where(policy, t, rel, parent, via_parent,
+											true, &funcs, &from);
+	char	   *sql = psprintf("SELECT pg_catalog.count(*),"
+							   " pg_catalog.count(*) FILTER (WHERE ctid OPERATOR(pg_catalog.=) ANY ($6)),"
+							   " pg_catalog.min(%s), pg_catalog.max(%s) FROM %s WHERE %s",
+							   t->key_sql, t->key_sql, from, where);
+	ParamListInfo params = ttl_statement_params(policy, t, tids, ntids, cutoff,
+												TTL_PREVIEW_NPARAMS);
+	ItemPointerData *capped_tids = palloc(sizeof(ItemPointerData) * Max(ntids, 1));
+	int			ncapped = 0;
+	List	   *stmts;
+	QueryDesc  *qd;
+	Tuplestorestate *store = tuplestore_begin_heap(false, false, work_mem);
+	DestReceiver *dest = CreateDestReceiver(DestTuplestore);
+	TupleTableSlot *slot;
+	int64		rows = 0;
+
+	ttl_statement_param_types(policy, t, types);
+	types[TTL_STATEMENT_NPARAMS] = TIDARRAYOID;
+	for (int i = 0; i < ntids; i++)
+		if (capped[i])
+			capped_tids[ncapped++] = tids[i];
+	params->params[TTL_STATEMENT_NPARAMS].value = ttl_statement_tids(capped_tids, ncapped);
+	params->params[TTL_STATEMENT_NPARAMS].isnull = false;
+	params->params[TTL_STATEMENT_NPARAMS].pflags = PARAM_FLAG_CONST;
+	params->params[TTL_STATEMENT_NPARAMS].ptype = TIDARRAYOID;
+
+	stmts = ttl_statement_plan_pinned(ttl_statement_analyze(policy, sql, types,
+															TTL_PREVIEW_NPARAMS,
+															t->relname, funcs),
+									  sql);
+	if (list_length(stmts) != 1)
+		elog(ERROR, "unexpected preview statement: %s", sql);
+	SetTuplestoreDestReceiverParams(dest, store, CurrentMemoryContext, false,
+									NULL, NULL);
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	qd = CreateQueryDesc(linitial_node(PlannedStmt, stmts), sql, GetActiveSnapshot(),
+						 InvalidSnapshot, dest, params, NULL, 0);
+	ExecutorStart(qd, 0);
+	ttl_ExecutorRun(qd, ForwardScanDirection, 0);
+	ExecutorFinish(qd);
+	slot = MakeSingleTupleTableSlot(qd->tupDesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(store, true, false, slot))
+	{
+		bool		isnull;
+
+		slot_getallattrs(slot);
+		rows = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		pv->rows += rows;
+		pv->capped += DatumGetInt64(slot_getattr(slot, 2, &isnull));
+		pv->kept += ntids - rows;
+		if (rows > 0)
+		{
+			Datum		least = slot_getattr(slot, 3, &isnull);
+
+			if (!isnull)
+			{
+				Datum		greatest = slot_getattr(slot, 4, &isnull);
+
+				ttl_statement_preview_note(policy, t, pv, least, false);
+				ttl_statement_preview_note(policy, t, pv, greatest, true);
+				pv->have_keys = true;
+			}
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	ExecutorEnd(qd);
+	FreeQueryDesc(qd);
+	PopActiveSnapshot();
+	dest->rDestroy(dest);
+	tuplestore_end(store);
+	return rows;
 }

@@ -109,6 +109,15 @@ TtlIndex::wait_worker($node, 'postgres');
 # instants), so that the oracle can be run against it
 my $extversion = $node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'ttl_index'");
 $OracleModel::API_14 = $extversion =~ /^1\.[0-4]$/ ? 1 : 0;
+# ttl_preview() (1.5), asked before each ttl_runner() (see check_preview)
+my $have_preview = $node->safe_psql('postgres', "SELECT count(*) FROM pg_proc WHERE proname = 'ttl_preview'") eq '1';
+$node->safe_psql('postgres', q{
+CREATE FUNCTION ora_preview(t regclass) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN (SELECT pg_catalog.sum(p.rows)::text FROM public.ttl_preview(t) p);
+EXCEPTION WHEN others THEN
+	RETURN 'error: ' || SQLERRM;
+END $$;}) if $have_preview;
 diag("ttl_index $extversion" . ($OracleModel::API_14 ? ': cases use the 1.4 API only' : ''));
 
 # Citus: a coordinator (no shards) and two workers
@@ -253,9 +262,19 @@ ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_con
 	{
 		# a session with odd settings
 		my $z = OracleModel::pick([ 'Pacific/Chatham', 'America/Sao_Paulo', 'Asia/Kathmandu' ]);
+		# what the pass will do, asked just before it in the same session
+		my @live = grep { !$_->{create_err} } @cases;
+		my $preview = $have_preview && @live ? "SELECT string_agg(t || '=' || public.ora_preview(('public.' || t)::regclass), '|') FROM (VALUES "
+		  . join(', ', map { "('$_->{table}')" } @live) . ") v(t);" : '';
 		my $r = $node->safe_psql('postgres', "SET TimeZone = '$z'; SET DateStyle = 'SQL, DMY';
-SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.ttl_runner();");
-		$ret = $r;
+SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; $preview SELECT public.ttl_runner();");
+		my @out = split /\n/, $r;
+		$ret = $out[-1];
+		if ($preview)
+		{
+			my %p = map { split /=/, $_, 2 } split /\|/, $out[0];
+			$_->{preview} = $p{ $_->{table} } for @live;
+		}
 	}
 	# settle: until every case checks, or the deadline; then the verdict
 	my $deadline = time() + ($runner ? 10 : 30);
@@ -300,6 +319,11 @@ SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; SELECT public.
 	}
 	if ($runner)
 	{
+		for my $c (@cases)
+		{
+			my $f = check_preview($c);
+			push @{ $fail{ $c->{name} } }, @$f if @$f;
+		}
 		my ($gone, $anon) = (0, 0);
 		for my $c (@cases)
 		{
@@ -617,5 +641,35 @@ sub check_case
 	# it dropped whole
 	$c->{gone_count} = $c->{action} eq 'anonymize' ? 0 : $gone + $soft_n - $part_rows;
 	$c->{anon_count} = $anon_n;
+	# what ttl_preview() must have said (check_preview)
+	$c->{acted} = $gone + $soft_n + $anon_n;
+	$c->{may_n} = scalar(grep { $_->{fate} eq 'may' } values %$exp);
+	$c->{unrep_n} = scalar(grep { $_->{unrepresentable} } values %$exp);
+	$c->{window_closed} = !OracleModel::window_open($c, $t0) || !OracleModel::window_open($c, $t1);
 	return (\@f, $ok_passes || $c->{runner});
+}
+
+# check_preview(case): ttl_preview(), asked just before ttl_runner() in the
+# same session, said how many rows the pass would delete, archive,
+# soft-delete or anonymize (the rows of dropped partitions included): that
+# many left or changed, give or take the rows the model leaves open (they
+# expire between t0 and t1, or, soft-deleted, have no time the column can
+# hold: the statement fails on them and they are held, while the preview's
+# count runs no soft-delete expression).  Not checked where the preview
+# cannot know: a trigger that refuses rows (it runs none), a purge window
+# (ttl_runner() skips a policy outside it, the preview counts its rows all
+# the same), a foreign partition whose server is down.
+sub check_preview
+{
+	my ($c) = @_;
+	return [] unless defined $c->{preview} && defined $c->{acted};
+	return [] if $c->{create_err} || $c->{must_refuse} || $c->{refuse} || $c->{shape} eq 'foreign'
+	  || $c->{window_closed};
+	my $p = $c->{preview};
+	diag("$c->{name}: ttl_preview() said $p, $c->{acted} left or changed") if $ENV{TTL_ORACLE_VERBOSE};
+	return [ "ttl_preview() failed: $p" ] unless $p =~ /^\d+$/;
+	my $slack = $c->{may_n} + $c->{unrep_n};
+	return [] if abs($p - $c->{acted}) <= $slack;
+	return [ "ttl_preview() said $p rows, while $c->{acted} left the table or changed"
+		  . ($slack ? " (give or take $slack)" : '') ];
 }

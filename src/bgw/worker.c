@@ -409,6 +409,28 @@ ttl_worker_reload(void)
 	}
 	ttl_slot_report_extension(true);
 
+	/*
+	 * ALTER DATABASE ... SET ttl_index.enabled = off: the worker leaves,
+	 * and the launcher starts none until the setting changes (the commit
+	 * of an ALTER DATABASE ... SET or RESET of it wakes the database,
+	 * hooks.c), so that a database under maintenance takes no worker slot.
+	 * Read here, at each reload: at the start, at each wake-up (that
+	 * commit bumps the generation, so a pass stops after its batch) and
+	 * at least every TTL_RELOAD_EVERY_MS; one index look-up, never per
+	 * policy.  When the generation moved since it was read, a RESET may
+	 * have come after this snapshot: the next reload reads again.
+	 */
+	if (ttl_database_paused(MyDatabaseId) && ttl_slot_report_paused(generation))
+	{
+		ereport(LOG,
+				(errmsg("ttl_index worker leaving: database \"%s\" is paused",
+						get_database_name(MyDatabaseId)),
+				 errdetail("ttl_index.enabled is off for the database (ALTER DATABASE ... SET); no worker runs for it until it is reset.")));
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		proc_exit(0);
+	}
+
 	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
 								ALLOCSET_DEFAULT_SIZES);
 	policies = ttl_load_policies(tmp);
@@ -1409,7 +1431,7 @@ ttl_worker_interrupted(void)
 	CHECK_FOR_INTERRUPTS();
 	ttl_worker_leave_if_asked();
 	return ConfigReloadPending || ttl_slot_generation() != LoadedGeneration ||
-		!ttl_enabled;
+		!ttl_shmem_server_enabled();
 }
 
 /*
@@ -1861,6 +1883,7 @@ ttl_worker_main(Datum main_arg)
 	for (;;)
 	{
 		long		sleep_ms = ttl_max_sleep;
+		bool		enabled;
 
 		/* nothing of the last turn outlives it (see Memory, above) */
 		ttl_worker_new_round();
@@ -1890,7 +1913,9 @@ ttl_worker_main(Datum main_arg)
 			ttl_worker_apply_death();
 		}
 
-		if (ttl_enabled)
+		/* the configuration's value, not this process's (settings.c) */
+		enabled = ttl_shmem_server_enabled();
+		if (enabled)
 			sleep_ms = ttl_worker_run();
 		else
 			ttl_slot_set_phase("disabled");
@@ -1911,7 +1936,7 @@ ttl_worker_main(Datum main_arg)
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 Min(sleep_ms, (long) ttl_max_sleep),
-							 ttl_wait_event(ttl_enabled ? "sleeping" : "disabled"));
+							 ttl_wait_event(enabled ? "sleeping" : "disabled"));
 			ResetLatch(MyLatch);
 			/* the application may have started writing meanwhile */
 			ttl_yield_restart();

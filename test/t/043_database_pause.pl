@@ -7,7 +7,8 @@
 # ROLE ... IN DATABASE) is not obeyed by the worker; ttl_runner() ignores
 # the setting at every level.  Refused, changing nothing: the setting from
 # a role that is not a superuser (the database's owner too), a value that
-# is not a boolean, and a pause rolled back.
+# is not a boolean, and a pause rolled back; an owner granted SET on the
+# parameter may pause its database.
 use strict;
 use warnings;
 use FindBin;
@@ -154,6 +155,19 @@ expire('a', 100);
 expire('b', 100);
 TtlIndex::wait_until($node, 'a', 'SELECT count(*) = 0 FROM t', 'a is purged as before');
 TtlIndex::wait_until($node, 'b', 'SELECT count(*) = 0 FROM t', 'b is purged as before');
+
+# a role a superuser granted SET on the parameter may pause its database
+$node->safe_psql('postgres', 'GRANT SET ON PARAMETER ttl_index.enabled TO dbowner');
+($ret, $out, $err) = $node->psql('b', 'ALTER DATABASE b SET ttl_index.enabled = off',
+	extra_params => [ '-U', 'dbowner' ]);
+is($ret, 0, 'the owner granted SET on ttl_index.enabled may pause the database');
+is(setting('b'), 'ttl_index.enabled=off', 'and the pause is set');
+TtlIndex::wait_is($node, 'a', "SELECT state FROM ttl_index_databases WHERE datname = 'b'", 'paused',
+	'b is paused');
+$node->psql('b', 'ALTER DATABASE b RESET ttl_index.enabled', extra_params => [ '-U', 'dbowner' ]);
+is(setting('b'), '', 'and reset');
+expire('b', 100);
+TtlIndex::wait_until($node, 'b', 'SELECT count(*) = 0 FROM t', 'b is purged again');
 
 $node->stop;
 done_testing();

@@ -373,9 +373,12 @@ ttl_worker_policy_cmp(const ListCell *a, const ListCell *b)
  *		held rows, timers); a changed one starts afresh but for its rate
  *		bucket and error rest.  After a wake-up (the generation moved) every
  *		policy is looked at again: a COMMIT PREPARED may have added rows.
- *		Exits the process when the extension is no longer installed.
+ *		Exits the process when the extension is no longer installed, or
+ *		when the database is paused.  Returns false, having read nothing,
+ *		when the database is paused but the generation moved since it was
+ *		read: the caller purges nothing and reloads again.
  */
-static void
+static bool
 ttl_worker_reload(void)
 {
 	List	   *policies;
@@ -418,17 +421,25 @@ ttl_worker_reload(void)
 	 * commit bumps the generation, so a pass stops after its batch) and
 	 * at least every TTL_RELOAD_EVERY_MS; one index look-up, never per
 	 * policy.  When the generation moved since it was read, a RESET may
-	 * have come after this snapshot: the next reload reads again.
+	 * have come after this snapshot: nothing is purged, and the caller
+	 * reads again.
 	 */
-	if (ttl_database_paused(MyDatabaseId) && ttl_slot_report_paused(generation))
+	if (ttl_database_paused(MyDatabaseId))
 	{
-		ereport(LOG,
-				(errmsg("ttl_index worker leaving: database \"%s\" is paused",
-						get_database_name(MyDatabaseId)),
-				 errdetail("ttl_index.enabled is off for the database (ALTER DATABASE ... SET); no worker runs for it until it is reset.")));
+		bool		recorded = ttl_slot_report_paused(generation);
+
+		if (recorded)
+			ereport(LOG,
+					(errmsg("ttl_index worker leaving: database \"%s\" is paused",
+							get_database_name(MyDatabaseId)),
+					 errdetail("ttl_index.enabled is off for the database (ALTER DATABASE ... SET); no worker runs for it until it is reset.")));
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		proc_exit(0);
+		ttl_worker_in_round();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (recorded)
+			proc_exit(0);
+		return false;
 	}
 
 	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
@@ -508,6 +519,7 @@ ttl_worker_reload(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	LoadedAt = GetCurrentTimestamp();
 	Loaded = true;
+	return true;
 }
 
 /*
@@ -1909,7 +1921,9 @@ ttl_worker_main(Datum main_arg)
 		if (!Loaded || ttl_slot_generation() != LoadedGeneration ||
 			TimestampDifferenceExceeds(LoadedAt, GetCurrentTimestamp(), TTL_RELOAD_EVERY_MS))
 		{
-			ttl_worker_reload();
+			/* paused, and the setting may have changed since: again */
+			if (!ttl_worker_reload())
+				continue;
 			ttl_worker_apply_death();
 		}
 

@@ -619,7 +619,8 @@ ttl_views_paused_health(TtlPolicy *p, bool db_paused, TimestampTz now,
  * ttl_index_policy_health
  *		One row per policy of the current database that a worker has looked
  *		at since the server started, and per paused policy (every policy
- *		of a paused database): whether it is stalled and why (for every reader: it says nothing of the data), the
+ *		of a paused database): whether it is stalled and why (for every
+ *		reader: it says nothing of the data), the
  *		expiry of its oldest expired row as the worker's last pass saw it
  *		(for a paused policy, as read now; for those who may see the
  *		backlog, as for lag), and when it was looked at.

@@ -118,11 +118,30 @@ typedef struct TtlEnumSetting
 } TtlEnumSetting;
 
 static const TtlBoolSetting ttl_bool_settings[] = {
+	/*
+	 * PGC_SUSET, so that ALTER DATABASE ... SET can pause one database (a
+	 * superuser's, or a role's granted SET on it).  What each level means
+	 * (docs/reference.md, Settings):
+	 *	- the configuration (postgresql.conf, ALTER SYSTEM, the command
+	 *	  line): every database; off keeps the workers running, idle.  The
+	 *	  workers read it as the launcher published it (shmem.c), never
+	 *	  their own value, which login settings change;
+	 *	- ALTER DATABASE d SET (pg_db_role_setting with setrole = 0, which
+	 *	  ALTER ROLE ALL IN DATABASE d SET writes too): off pauses d alone,
+	 *	  whose worker leaves and is not started again until it is reset
+	 *	  (worker.c, launcher.c); on there does not override an off of the
+	 *	  configuration, the server-wide stop;
+	 *	- ALTER ROLE ... SET (in a database or not) and a session's SET: the
+	 *	  workers never read them, and ttl_runner() ignores the setting at
+	 *	  every level (a call is an explicit request): they change only
+	 *	  what SHOW says in those sessions.
+	 */
 	{"ttl_index.enabled",
 		"Whether the background workers delete expired rows.",
-		"When off, the workers keep running but delete nothing.",
+		"When off in the configuration, the workers keep running but delete nothing; "
+		"off for a database (ALTER DATABASE ... SET) pauses that database's worker.",
 		&ttl_enabled, true,
-		PGC_SIGHUP, 0,
+		PGC_SUSET, 0,
 		NULL, NULL, NULL},
 	{"ttl_index.replication_origin",
 		"Whether the workers' changes carry the replication origin ttl_index, so that logical decoding can tell them apart.",

@@ -483,6 +483,8 @@ ttl_index_databases(PG_FUNCTION_ARGS)
 			state = "running";
 		else if (d->waiting_since != 0)
 			state = "waiting";
+		else if (d->paused)
+			state = "paused";
 		else if (d->has_extension)
 			state = "starting";
 		else
@@ -573,15 +575,19 @@ ttl_views_stalled(TtlHealth *h, TimestampTz now)
 
 /*
  * ttl_views_paused_health
- *		The row of a paused policy.  The worker does not look at it, so what
- *		it last said of it is from before the pause: stalled is "paused"
- *		once the pause has lasted ttl_index.stalled_after (a pause nobody
- *		lifted is a stall nobody sees otherwise), and the oldest expiry is
- *		read now, as lag is (ttl_views_backlog), for those who may see the
- *		backlog.
+ *		The row of a paused policy, or of any policy of a paused database
+ *		(db_paused: ALTER DATABASE ... SET ttl_index.enabled = off).  No
+ *		worker looks at it, so what one last said of it is from before the
+ *		pause: stalled is "database paused" at once (nothing else says why
+ *		a database's rows stay: its policies are not paused, and no worker
+ *		runs for it), else "paused" once the policy's pause has lasted
+ *		ttl_index.stalled_after (a pause nobody lifted is a stall nobody
+ *		sees otherwise); the oldest expiry is read now, as lag is
+ *		(ttl_views_backlog), for those who may see the backlog.
  */
 static void
-ttl_views_paused_health(TtlPolicy *p, TimestampTz now, Datum *values, bool *nulls)
+ttl_views_paused_health(TtlPolicy *p, bool db_paused, TimestampTz now,
+						Datum *values, bool *nulls)
 {
 	TimestampTz since;
 	Datum		backlog[3];
@@ -589,8 +595,10 @@ ttl_views_paused_health(TtlPolicy *p, TimestampTz now, Datum *values, bool *null
 	const char *reason;
 
 	values[0] = Int32GetDatum(p->id);
-	if (ttl_catalog_paused_since(p->id, &since) &&
-		now - since >= (int64) ttl_stalled_after * USECS_PER_SEC)
+	if (db_paused)
+		values[1] = CStringGetTextDatum("database paused");
+	else if (ttl_catalog_paused_since(p->id, &since) &&
+			 now - since >= (int64) ttl_stalled_after * USECS_PER_SEC)
 		values[1] = CStringGetTextDatum("paused");
 	else
 		nulls[1] = true;
@@ -610,8 +618,9 @@ ttl_views_paused_health(TtlPolicy *p, TimestampTz now, Datum *values, bool *null
 /*
  * ttl_index_policy_health
  *		One row per policy of the current database that a worker has looked
- *		at since the server started, and per paused policy: whether it is
- *		stalled and why (for every reader: it says nothing of the data), the
+ *		at since the server started, and per paused policy (every policy
+ *		of a paused database): whether it is stalled and why (for every
+ *		reader: it says nothing of the data), the
  *		expiry of its oldest expired row as the worker's last pass saw it
  *		(for a paused policy, as read now; for those who may see the
  *		backlog, as for lag), and when it was looked at.
@@ -622,12 +631,15 @@ ttl_index_policy_health(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
 	ListCell   *lc;
+	bool		db_paused;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != TTL_HEALTH_COLS)
 		elog(ERROR, "ttl_index_policy_health: unexpected number of result columns %d",
 			 rsinfo->setDesc->natts);
 
+	/* as the worker reads it: the database's own entry, not this session's */
+	db_paused = ttl_database_paused(MyDatabaseId);
 	foreach(lc, ttl_load_policies(CurrentMemoryContext))
 	{
 		TtlPolicy  *p = (TtlPolicy *) lfirst(lc);
@@ -637,9 +649,9 @@ ttl_index_policy_health(PG_FUNCTION_ARGS)
 		const char *stalled;
 
 		memset(nulls, 0, sizeof(nulls));
-		if (!p->enabled)
+		if (!p->enabled || db_paused)
 		{
-			ttl_views_paused_health(p, now, values, nulls);
+			ttl_views_paused_health(p, db_paused, now, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			continue;
 		}

@@ -107,8 +107,12 @@ ttl_helper_must_stop(TtlPolicy *policy, bool runner)
 	}
 	if (ttl_parallel_must_stop())
 		return "the job is over";
-	/* a ttl_runner() call's helpers purge whatever ttl_index.enabled says */
-	if ((!ttl_enabled && !runner) || ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0)
+	/*
+	 * a ttl_runner() call's helpers purge whatever ttl_index.enabled says;
+	 * a worker's obey the configuration's value (settings.c), and stop with
+	 * the job when a database pause makes their worker leave
+	 */
+	if ((!ttl_shmem_server_enabled() && !runner) || ttl_max_parallel_workers <= 0 || ttl_rate_limit > 0)
 		return "the settings changed";
 	if (ttl_yield_writing())
 		return "the application is writing";

@@ -32,6 +32,9 @@
  *	  EXTENSION keeps them).
  *	- ALTER TABLE ... SET SCHEMA, which Citus may turn into distributing or
  *	  undistributing the table: its policies follow it (citus_follow.c).
+ *	- ALTER DATABASE d SET or RESET ttl_index.enabled (a database paused or
+ *	  resumed): at commit, d's worker reads the setting again, and the
+ *	  launcher starts one for d if none runs (worker.c, launcher.c).
  *
  * The utility and executor hooks are installed only when the library is
  * preloaded (every backend has them then); the transaction callbacks in
@@ -85,6 +88,13 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 /* wake this database's worker and the launcher at commit */
 static bool WakePending = false;
 
+/*
+ * Other databases to wake at commit: their ttl_index.enabled was set or
+ * reset (ttl_utility_enabled_database).  In TopTransactionContext, which
+ * outlives the commit callbacks; NIL again at each transaction's end.
+ */
+static List *WakeOthers = NIL;
+
 /* the gid of the PREPARE TRANSACTION in hand (ttl_xact_callback) */
 static char PreparingGid[GIDSIZE];
 
@@ -98,6 +108,28 @@ void
 ttl_wake_at_commit(void)
 {
 	WakePending = true;
+}
+
+/*
+ * ttl_wake_database_at_commit
+ *		As ttl_wake_at_commit, for any database.  A prepared transaction
+ *		wakes another database at its PREPARE no more than at its COMMIT
+ *		PREPARED: a pause it made is seen at the worker's next reload (at
+ *		most a minute), a reset at the database's next wake-up.
+ */
+static void
+ttl_wake_database_at_commit(Oid dboid)
+{
+	MemoryContext old;
+
+	if (dboid == MyDatabaseId)
+	{
+		ttl_wake_at_commit();
+		return;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	WakeOthers = list_append_unique_oid(WakeOthers, dboid);
+	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -123,6 +155,13 @@ ttl_xact_callback(XactEvent event, void *arg)
 			if (WakePending)
 				ttl_shmem_wake_database(MyDatabaseId);
 			WakePending = false;
+			{
+				ListCell   *lc;
+
+				foreach(lc, WakeOthers)
+					ttl_shmem_wake_database(lfirst_oid(lc));
+			}
+			WakeOthers = NIL;
 			break;
 		case XACT_EVENT_PREPARE:
 			/* visible at COMMIT PREPARED, which bumps them again (writes.c) */
@@ -133,6 +172,7 @@ ttl_xact_callback(XactEvent event, void *arg)
 			PreparingGid[0] = '\0';
 			ttl_stats_at_xact_end(false);
 			WakePending = false;
+			WakeOthers = NIL;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -142,6 +182,7 @@ ttl_xact_callback(XactEvent event, void *arg)
 			ttl_writes_at_xact_end(false);
 			ttl_stats_at_xact_end(false);
 			WakePending = false;
+			WakeOthers = NIL;
 			break;
 		default:
 			break;
@@ -300,6 +341,39 @@ ttl_utility_target_database(Node *parsetree)
 	}
 
 	if (dbname == NULL)
+		return InvalidOid;
+	return get_database_oid(dbname, true);
+}
+
+/*
+ * ttl_utility_enabled_database
+ *		The database whose own ttl_index.enabled the statement sets or
+ *		resets (ALTER DATABASE d SET / RESET ttl_index.enabled, RESET ALL,
+ *		and ALTER ROLE ALL IN DATABASE d, which writes the same entry of
+ *		pg_db_role_setting), or InvalidOid.  Its worker reads the setting
+ *		again once the statement commits (worker.c).
+ */
+static Oid
+ttl_utility_enabled_database(Node *parsetree)
+{
+	const char *dbname = NULL;
+	VariableSetStmt *set = NULL;
+
+	if (IsA(parsetree, AlterDatabaseSetStmt))
+	{
+		dbname = ((AlterDatabaseSetStmt *) parsetree)->dbname;
+		set = ((AlterDatabaseSetStmt *) parsetree)->setstmt;
+	}
+	else if (IsA(parsetree, AlterRoleSetStmt) &&
+			 ((AlterRoleSetStmt *) parsetree)->role == NULL)
+	{
+		dbname = ((AlterRoleSetStmt *) parsetree)->database;
+		set = ((AlterRoleSetStmt *) parsetree)->setstmt;
+	}
+	if (dbname == NULL || set == NULL)
+		return InvalidOid;
+	if (set->kind != VAR_RESET_ALL &&
+		(set->name == NULL || pg_strcasecmp(set->name, "ttl_index.enabled") != 0))
 		return InvalidOid;
 	return get_database_oid(dbname, true);
 }
@@ -508,6 +582,15 @@ ttl_process_utility(PlannedStmt *pstmt, const char *queryString,
 	/* DROP EXTENSION: the TTL indexes of Citus tables, now */
 	foreach(lc2, drop_later)
 		ttl_drop_index_named((char *) lfirst(lc2));
+
+	/* a database paused or resumed: its worker, at commit (it succeeded) */
+	if (IsA(parsetree, AlterDatabaseSetStmt) || IsA(parsetree, AlterRoleSetStmt))
+	{
+		Oid			setdb = ttl_utility_enabled_database(parsetree);
+
+		if (OidIsValid(setdb))
+			ttl_wake_database_at_commit(setdb);
+	}
 
 	/* rows COPY FROM added */
 	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&

@@ -7,7 +7,8 @@
  *
  * The launcher is a static background worker connected to no database (it
  * reads only the shared catalog pg_database, and its settings are the
- * configuration's alone, which it publishes for owner.c).  It never runs in
+ * configuration's alone, which it publishes for owner.c, and its
+ * ttl_index.enabled for the workers).  It never runs in
  * a server that pg_upgrade started (binary-upgrade mode), so no worker does
  * either: workers are started by the launcher alone.  Each loop:
  *
@@ -32,7 +33,14 @@
  *	  turn) is asked to leave while others wait.  With N databases and W
  *	  workers, a database waits at most ceil((N - W) / W) turns.  Every
  *	  database that waits is named in the log (once per shortage) and shown
- *	  by ttl_index_databases.
+ *	  by ttl_index_databases;
+ *	- a database paused by ALTER DATABASE ... SET ttl_index.enabled = off
+ *	  gets no worker: its worker finds the setting (the launcher, connected
+ *	  to no database, cannot read pg_db_role_setting), marks the slot and
+ *	  leaves, which is no failure; the slot stays marked, taking no worker
+ *	  from the others, until the commit of an ALTER DATABASE ... SET or
+ *	  RESET of the setting (or any other wake-up of the database, hooks.c)
+ *	  clears it, and a worker starts and reads the setting again.
  *
  * Locking: the slots lock (shmem.c) is held only to read and change slots;
  * registering a worker, logging and setting latches happen after it is
@@ -372,7 +380,7 @@ ttl_launcher_stopped(int i, TtlDbSlot *slot, TimestampTz now)
 	 * a batch of a policy: the next worker rests that policy (worker.c), and
 	 * waiting longer for each such policy would stall the others' more.
 	 */
-	if (slot->has_extension && !slot->turn_over &&
+	if (slot->has_extension && !slot->turn_over && !slot->db_paused &&
 		!ttl_launcher_policy_death(slot) &&
 		!TimestampDifferenceExceeds(slot->last_start, now, TTL_HEALTHY_RUN_MS))
 		slot->failures++;
@@ -393,6 +401,9 @@ ttl_launcher_wants(TtlDbSlot *slot, TimestampTz now, long *wait_ms)
 
 	*wait_ms = -1;
 	if (slot->worker_running || (!slot->has_extension && !slot->probe))
+		return false;
+	/* paused by ALTER DATABASE: its slot stays free until a wake-up */
+	if (slot->db_paused)
 		return false;
 	if (slot->blocked_until > now)
 	{

@@ -373,9 +373,12 @@ ttl_worker_policy_cmp(const ListCell *a, const ListCell *b)
  *		held rows, timers); a changed one starts afresh but for its rate
  *		bucket and error rest.  After a wake-up (the generation moved) every
  *		policy is looked at again: a COMMIT PREPARED may have added rows.
- *		Exits the process when the extension is no longer installed.
+ *		Exits the process when the extension is no longer installed, or
+ *		when the database is paused.  Returns false, having read nothing,
+ *		when the database is paused but the generation moved since it was
+ *		read: the caller purges nothing and reloads again.
  */
-static void
+static bool
 ttl_worker_reload(void)
 {
 	List	   *policies;
@@ -408,6 +411,36 @@ ttl_worker_reload(void)
 		proc_exit(0);
 	}
 	ttl_slot_report_extension(true);
+
+	/*
+	 * ALTER DATABASE ... SET ttl_index.enabled = off: the worker leaves,
+	 * and the launcher starts none until the setting changes (the commit
+	 * of an ALTER DATABASE ... SET or RESET of it wakes the database,
+	 * hooks.c), so that a database under maintenance takes no worker slot.
+	 * Read here, at each reload: at the start, at each wake-up (that
+	 * commit bumps the generation, so a pass stops after its batch) and
+	 * at least every TTL_RELOAD_EVERY_MS; one index look-up, never per
+	 * policy.  When the generation moved since it was read, a RESET may
+	 * have come after this snapshot: nothing is purged, and the caller
+	 * reads again.
+	 */
+	if (ttl_database_paused(MyDatabaseId))
+	{
+		bool		recorded = ttl_slot_report_paused(generation);
+
+		if (recorded)
+			ereport(LOG,
+					(errmsg("ttl_index worker leaving: database \"%s\" is paused",
+							get_database_name(MyDatabaseId)),
+					 errdetail("ttl_index.enabled is off for the database (ALTER DATABASE ... SET); no worker runs for it until it is reset.")));
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ttl_worker_in_round();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (recorded)
+			proc_exit(0);
+		return false;
+	}
 
 	tmp = AllocSetContextCreate(TopTransactionContext, "ttl_index reload",
 								ALLOCSET_DEFAULT_SIZES);
@@ -486,6 +519,7 @@ ttl_worker_reload(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	LoadedAt = GetCurrentTimestamp();
 	Loaded = true;
+	return true;
 }
 
 /*
@@ -1409,7 +1443,7 @@ ttl_worker_interrupted(void)
 	CHECK_FOR_INTERRUPTS();
 	ttl_worker_leave_if_asked();
 	return ConfigReloadPending || ttl_slot_generation() != LoadedGeneration ||
-		!ttl_enabled;
+		!ttl_shmem_server_enabled();
 }
 
 /*
@@ -1861,6 +1895,7 @@ ttl_worker_main(Datum main_arg)
 	for (;;)
 	{
 		long		sleep_ms = ttl_max_sleep;
+		bool		enabled;
 
 		/* nothing of the last turn outlives it (see Memory, above) */
 		ttl_worker_new_round();
@@ -1886,11 +1921,15 @@ ttl_worker_main(Datum main_arg)
 		if (!Loaded || ttl_slot_generation() != LoadedGeneration ||
 			TimestampDifferenceExceeds(LoadedAt, GetCurrentTimestamp(), TTL_RELOAD_EVERY_MS))
 		{
-			ttl_worker_reload();
+			/* paused, and the setting may have changed since: again */
+			if (!ttl_worker_reload())
+				continue;
 			ttl_worker_apply_death();
 		}
 
-		if (ttl_enabled)
+		/* the configuration's value, not this process's (settings.c) */
+		enabled = ttl_shmem_server_enabled();
+		if (enabled)
 			sleep_ms = ttl_worker_run();
 		else
 			ttl_slot_set_phase("disabled");
@@ -1911,7 +1950,7 @@ ttl_worker_main(Datum main_arg)
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 Min(sleep_ms, (long) ttl_max_sleep),
-							 ttl_wait_event(ttl_enabled ? "sleeping" : "disabled"));
+							 ttl_wait_event(enabled ? "sleeping" : "disabled"));
 			ResetLatch(MyLatch);
 			/* the application may have started writing meanwhile */
 			ttl_yield_restart();

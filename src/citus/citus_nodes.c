@@ -12,6 +12,8 @@
  *	ttl_index not preloaded	the node has the extension but not the library
  *							in shared_preload_libraries: nothing purges
  *	ttl_index disabled		ttl_index.enabled is off there
+ *	database paused			ttl_index.enabled is off for the node's database
+ *							(ALTER DATABASE ... SET)
  *	policy missing			the node answered without the policy: its copy
  *							of ttl_index_citus_policy lacks it
  *	no ttl_index			the extension is not installed there
@@ -401,15 +403,17 @@ ttl_citus_count_removed(int32 policy_id, TimestampTz made, int32 *nodeids, int n
  * ttl_index_citus_node_state
  *		What this node can do for the policies on distributed tables, in
  *		words (see above): purging, ttl_index not preloaded, ttl_index
- *		disabled.  Asked of every node by ttl_index_citus_nodes().
+ *		disabled, database paused.  Asked of every node by ttl_index_citus_nodes().
  */
 PG_FUNCTION_INFO_V1(ttl_index_citus_node_state);
 
 Datum
 ttl_index_citus_node_state(PG_FUNCTION_ARGS)
 {
+	/* what the node's workers obey (settings.c), not this session's value */
 	const char *state = !ttl_preloaded ? "ttl_index not preloaded" :
-		!ttl_enabled ? "ttl_index disabled" : "purging";
+		!ttl_shmem_server_enabled() ? "ttl_index disabled" :
+		ttl_database_paused(MyDatabaseId) ? "database paused" : "purging";
 
 	PG_RETURN_TEXT_P(cstring_to_text(state));
 }

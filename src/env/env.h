@@ -40,6 +40,7 @@ extern int	ttl_as_extension_owner(const char *sql, int nargs, Oid *argtypes,
 								   Datum *values, const char *nulls);
 extern const char *ttl_server_setting(const char *name);
 extern char *ttl_login_setting(Oid dboid, Oid roleid, const char *name);
+extern bool ttl_database_paused(Oid dboid);
 
 
 #endif							/* TTL_ENV_H */

@@ -51,6 +51,10 @@
  * (ttl_rel_class), which the other files of the policy floor, and those
  * above, read too.
  *
+ * pg_db_role_setting is read here alone: the owner's login settings, a
+ * former job's (ttl_login_setting), and whether ALTER DATABASE paused a
+ * database (ttl_database_paused, the workers' and the views' question).
+ *
  * Locking: none; the published server settings are read through shmem.c.
  *
  *-------------------------------------------------------------------------
@@ -381,6 +385,41 @@ ttl_login_setting(Oid dboid, Oid roleid, const char *name)
 	if (find.value != NULL)
 		return find.value;
 	return (char *) ttl_server_setting(name);
+}
+
+/* ttl_role_settings_walk callback of ttl_database_paused */
+static void
+ttl_find_enabled(const char *name, const char *value, void *arg)
+{
+	bool		enabled;
+
+	/* a value the GUC machinery did not check (set before a load) counts not */
+	if (pg_strcasecmp(name, "ttl_index.enabled") == 0 &&
+		parse_bool(value, &enabled))
+		*(bool *) arg = !enabled;
+}
+
+/*
+ * ttl_database_paused
+ *		Whether ALTER DATABASE ... SET ttl_index.enabled = off pauses a
+ *		database: its own entry of pg_db_role_setting (setrole = 0, which
+ *		ALTER ROLE ALL IN DATABASE writes too), one index look-up, in a
+ *		transaction.  The role entries and the server-wide one (ALTER ROLE
+ *		[ALL] SET) are not read: the workers do not obey them (settings.c).
+ */
+bool
+ttl_database_paused(Oid dboid)
+{
+	Relation	rel;
+	Snapshot	snapshot;
+	bool		paused = false;
+
+	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	snapshot = RegisterSnapshot(GetCatalogSnapshot(DbRoleSettingRelationId));
+	ttl_role_settings_walk(rel, snapshot, dboid, InvalidOid, ttl_find_enabled, &paused);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return paused;
 }
 
 /*

@@ -144,6 +144,7 @@ typedef struct TtlDbStatus
 	TimestampTz blocked_until;	/* DROP DATABASE and friends */
 	int64		replica_holds;	/* times its worker held for replicas */
 	int64		replica_hold_ms;	/* and for how long in all */
+	bool		paused;			/* its worker found it paused (ALTER DATABASE) */
 } TtlDbStatus;
 
 extern void ttl_clip_copy(char *dst, const char *src, Size size);
@@ -166,6 +167,7 @@ extern bool ttl_slot_attach(Oid dboid);
 extern int	ttl_shmem_origin_claim(void);
 extern bool ttl_shmem_origin_in_use(int slot);
 extern void ttl_slot_report_extension(bool installed);
+extern bool ttl_slot_report_paused(uint32 generation);
 extern uint32 ttl_slot_generation(void);
 extern bool ttl_slot_must_leave(void);
 extern bool ttl_slot_turn_over(void);
@@ -195,6 +197,7 @@ extern List *ttl_shmem_database_list(void);
 extern int	ttl_shmem_running_count(void);
 extern bool ttl_shmem_published_setting(const char *name, char *buf, Size len);
 extern uint32 ttl_shmem_settings_generation(void);
+extern bool ttl_shmem_server_enabled(void);
 
 /* XIDs the workers took (yield.c) */
 extern void ttl_shmem_count_worker_xid(void);

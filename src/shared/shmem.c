@@ -75,6 +75,8 @@ typedef struct TtlShared
 	/* settings area */
 	bool		settings_valid;
 	char		settings[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
+	/* ttl_index.enabled as the configuration says it (settings.c) */
+	bool		server_enabled;
 	/* bumped at each publication, read without the lock; 0: none yet */
 	pg_atomic_uint32 settings_generation;
 
@@ -488,11 +490,34 @@ ttl_shmem_publish_settings(void)
 	}
 	LWLockAcquire(SettingsLock, LW_EXCLUSIVE);
 	memcpy(Shared->settings, values, sizeof(values));
+	Shared->server_enabled = ttl_enabled;
 	Shared->settings_valid = true;
 	/* after the values: whoever reads the new number reads them */
 	if (pg_atomic_add_fetch_u32(&Shared->settings_generation, 1) == 0)
 		pg_atomic_add_fetch_u32(&Shared->settings_generation, 1);
 	LWLockRelease(SettingsLock);
+}
+
+/*
+ * ttl_shmem_server_enabled
+ *		ttl_index.enabled as the configuration says it (postgresql.conf,
+ *		ALTER SYSTEM, the command line), published by the launcher: what
+ *		the workers and helpers obey, whatever a database's or a role's
+ *		login settings made their own value (settings.c).  This process's
+ *		own value while there is none (no shared memory, not yet published).
+ */
+bool
+ttl_shmem_server_enabled(void)
+{
+	bool		enabled = ttl_enabled;
+
+	if (Shared == NULL)
+		return enabled;
+	LWLockAcquire(SettingsLock, LW_SHARED);
+	if (Shared->settings_valid)
+		enabled = Shared->server_enabled;
+	LWLockRelease(SettingsLock);
+	return enabled;
 }
 
 /*
@@ -625,6 +650,32 @@ ttl_slot_report_extension(bool installed)
 	if (!installed)
 		MySlot->probe = false;
 	LWLockRelease(SlotsLock);
+}
+
+/*
+ * ttl_slot_report_paused
+ *		Our database is paused (ALTER DATABASE ... SET ttl_index.enabled =
+ *		off, read under a snapshot taken after the generation was read):
+ *		record it, so that the launcher starts no worker for it until a
+ *		wake-up (ttl_shmem_wake_database) clears it.  Unless the generation
+ *		moved since: a RESET may have committed and woken us after our
+ *		snapshot; the caller then goes on and reads again.  Returns whether
+ *		it was recorded (the worker then leaves).
+ */
+bool
+ttl_slot_report_paused(uint32 generation)
+{
+	bool		recorded = false;
+
+	LWLockAcquire(SlotsLock, LW_EXCLUSIVE);
+	if (MySlot->generation == generation)
+	{
+		MySlot->db_paused = true;
+		MySlot->probe = false;
+		recorded = true;
+	}
+	LWLockRelease(SlotsLock);
+	return recorded;
 }
 
 /*
@@ -989,8 +1040,9 @@ ttl_shmem_origin_in_use(int slot)
 
 /*
  * ttl_shmem_wake_database
- *		A policy of the database changed, or the extension was created:
- *		probe it, have its worker re-read the policies, and wake the
+ *		A policy of the database changed, the extension was created, or its
+ *		ttl_index.enabled was set or reset (ALTER DATABASE): probe it, have
+ *		its worker re-read the policies (and the setting), and wake the
  *		launcher.
  */
 void
@@ -1007,6 +1059,8 @@ ttl_shmem_wake_database(Oid dboid)
 	if (slot != NULL)
 	{
 		slot->probe = true;
+		/* a paused database's worker starts, and reads the setting again */
+		slot->db_paused = false;
 		slot->generation++;
 		worker_latch = slot->latch;
 	}
@@ -1201,6 +1255,7 @@ ttl_shmem_status_copy(TtlDbSlot *slot, void *copy)
 	s->blocked_until = slot->blocked_until;
 	s->replica_holds = slot->replica_holds;
 	s->replica_hold_ms = slot->replica_hold_ms;
+	s->paused = slot->db_paused;
 	return true;
 }
 

@@ -117,6 +117,8 @@ typedef struct TtlDbSlot
 	TimestampTz waiting_since;	/* wants a worker, none may start: since */
 	TimestampTz turn_started;	/* its worker started then */
 	bool		turn_over;		/* the launcher asks the worker to leave */
+	/* its worker found it paused (ALTER DATABASE): none starts until a wake */
+	bool		db_paused;
 	int64		turns;			/* workers started for it */
 	TtlProgress progress;		/* what the worker is doing now */
 	int64		replica_holds;	/* times a worker held for replicas */

@@ -8,7 +8,8 @@
 # trigger that refuses rows, a foreign key, rows locked by another
 # session, a second ttl_create_index, kill -9 of the worker, helpers on or
 # off) and who purges (the worker, or ttl_runner() from a session with odd
-# settings).  A batch of cases is set up at once, each in its own table,
+# settings, while the worker is stopped by the configuration or by a pause
+# of the database).  A batch of cases is set up at once, each in its own table,
 # then settled together; OracleModel.pm, written from the docs, says what
 # each row must become, and the counters must equal what left or changed.
 # A failure prints the seed, the case's SQL, and the rows that disagree.
@@ -108,6 +109,13 @@ TtlIndex::wait_worker($node, 'postgres');
 # has (no ttl_alter_index, no time_zone for the windows of a key of
 # instants), so that the oracle can be run against it
 my $extversion = $node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'ttl_index'");
+# a library that lets ALTER DATABASE set ttl_index.enabled (a database
+# paused: expiry-rules.md, A whole database): half the ttl_runner()
+# batches stop the worker that way instead of by the configuration, and
+# the runner's count then also says that the paused database's worker
+# deleted nothing
+my $db_pause_ok = ($node->psql('postgres',
+	'ALTER DATABASE postgres SET ttl_index.enabled = on; ALTER DATABASE postgres RESET ttl_index.enabled'))[0] == 0;
 $OracleModel::API_14 = $extversion =~ /^1\.[0-4]$/ ? 1 : 0;
 # ttl_preview() (1.5), asked before each ttl_runner() (see check_preview)
 my $have_preview = $node->safe_psql('postgres', "SELECT count(*) FROM pg_proc WHERE proname = 'ttl_preview'") eq '1';
@@ -183,14 +191,25 @@ sub run_batch
 	my $on_citus = $coord && !$runner && ($all_citus || rand() < 0.33);
 	my $kill = !$runner && !$on_citus && rand() < 0.1;
 	my $lock = !$runner && !$on_citus && rand() < 0.3;
+	my $db_pause = $runner && $db_pause_ok && rand() < 0.5;
+	my $off = $runner && !$db_pause;
 	$node = $on_citus ? $coord : $main;
+	$main->safe_psql('postgres', 'ALTER DATABASE postgres RESET ttl_index.enabled') if $db_pause_ok;
 	for my $n ($node, $on_citus ? @cworkers : ())
 	{
-		$n->safe_psql('postgres', "ALTER SYSTEM SET ttl_index.enabled = " . ($runner ? 'off' : 'on') . ";
+		$n->safe_psql('postgres', "ALTER SYSTEM SET ttl_index.enabled = " . ($off ? 'off' : 'on') . ";
 ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_conf();");
-		TtlIndex::wait_setting($n, 'ttl_index.enabled', $runner ? 'off' : 'on');
+		TtlIndex::wait_setting($n, 'ttl_index.enabled', $off ? 'off' : 'on');
 	}
-	if ($runner)
+	if ($db_pause)
+	{
+		# the database's own pause: its worker leaves, none starts again
+		$node->safe_psql('postgres', 'ALTER DATABASE postgres SET ttl_index.enabled = off');
+		TtlIndex::wait_until($node, 'postgres',
+			"SELECT state = 'paused' FROM ttl_index_databases WHERE datname = 'postgres'",
+			'the database is paused for the runner batch');
+	}
+	elsif ($runner)
 	{
 		# the worker ends its run and stays idle
 		TtlIndex::wait_until($node, 'postgres',
@@ -260,14 +279,15 @@ ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_con
 	my $ret;
 	if ($runner)
 	{
-		# a session with odd settings
+		# a session with odd settings (ttl_runner() ignores ttl_index.enabled)
 		my $z = OracleModel::pick([ 'Pacific/Chatham', 'America/Sao_Paulo', 'Asia/Kathmandu' ]);
 		# what the pass will do, asked just before it in the same session
 		my @live = grep { !$_->{create_err} } @cases;
 		my $preview = $have_preview && @live ? "SELECT string_agg(t || '=' || public.ora_preview(('public.' || t)::regclass), '|') FROM (VALUES "
 		  . join(', ', map { "('$_->{table}')" } @live) . ") v(t);" : '';
 		my $r = $node->safe_psql('postgres', "SET TimeZone = '$z'; SET DateStyle = 'SQL, DMY';
-SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard'; $preview SELECT public.ttl_runner();");
+SET search_path = pg_catalog; SET IntervalStyle = 'sql_standard';"
+			. ($db_pause_ok ? ' SET ttl_index.enabled = off;' : '') . " $preview SELECT public.ttl_runner();");
 		my @out = split /\n/, $r;
 		$ret = $out[-1];
 		if ($preview)

@@ -46,7 +46,7 @@
 
 /* the arguments of ttl_create_index() and ttl_alter_index() (api.c) */
 #define ALTER_FIRST_OPTION	2
-#define ALTER_NOPTIONS		14
+#define ALTER_NOPTIONS		15
 
 /*
  * The options, in argument order from expire_after on, as the catalog's
@@ -75,6 +75,7 @@ static const struct
 	{"purge_window", "purge_window", true},
 	{"max_rows", "max_rows", true},
 	{"set_columns", "set_columns", true},
+	{"hide_expired", "hide_expired", true},
 };
 
 /* arguments of the action and its options */
@@ -130,7 +131,7 @@ alter_resets(FunctionCallInfo fcinfo, ArrayType *reset)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("\"%s\" is not an option of a TTL policy", name),
-					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows and set_columns.")));
+					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows, set_columns and hide_expired.")));
 		if (!alter_options[j].resettable)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

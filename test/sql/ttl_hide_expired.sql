@@ -44,6 +44,10 @@ SELECT count(*) FROM s WHERE id = 5;
 -- an expired row cannot be changed or deleted through the table
 UPDATE s SET note = 'x' WHERE id = 1;
 DELETE FROM s WHERE id = 2;
+-- writing an already-expired row where it must be read back is refused
+INSERT INTO s VALUES (7, '2021-01-01', 'back') RETURNING id;
+UPDATE s SET created_at = '2021-01-01' WHERE id = 3;
+SELECT id FROM s ORDER BY id;
 RESET ROLE;
 -- the owner sees them (not FORCE)
 SET ROLE hide_owner;

@@ -416,12 +416,13 @@ hide_tables(Oid relid, LOCKMODE lockmode)
 void
 ttl_hide_sync(TtlPolicy *policy)
 {
-	List	   *tables = hide_tables(policy->relid, ShareLock);
+	List	   *tables;
 	ListCell   *lc;
 	int			nestlevel;
 
 	if (!ttl_catalog_has_hide())
 		return;
+	tables = hide_tables(policy->relid, ShareLock);
 	nestlevel = ttl_parse_env_enter();
 	SPI_connect();
 	foreach(lc, tables)

@@ -221,6 +221,16 @@ SELECT relrowsecurity, (SELECT count(*) FROM pg_policy WHERE polrelid = 'hx.b'::
 -- ttl_index_purging() is false outside the purge
 SELECT ttl_index_purging();
 
+-- the extension cannot be dropped while a policy calls ttl_index_purging()
+CREATE TABLE hx.last (id int, ts timestamptz);
+ALTER TABLE hx.last OWNER TO hide_owner;
+SET ROLE hide_owner;
+SELECT ttl_create_index('hx.last', 'ts', 3600, hide_expired => true) > 0 AS ok;
+RESET ROLE;
+\set VERBOSITY terse
+DROP EXTENSION ttl_index;
+\set VERBOSITY default
+
 SET client_min_messages = warning;
 DROP SCHEMA hx CASCADE;
 DROP EXTENSION ttl_index;

@@ -36,7 +36,7 @@
  * the reader's now() would find it expired, instant < now() - expire_after
  * (an interval in microseconds: no calendar days), with
  *	- timestamptz keys, and per-row TTLs (ttl_expires_at(), which the
- *	  policy's index holds): key >= limit, which the btree can serve;
+ *	  policy's index holds): key >= limit;
  *	- timestamp and date keys: the instant the key denotes in the policy's
  *	  zone (statement.c's saturated timezone()), compared with the limit;
  *	- epoch keys: key >= the bound in the key's type, computed as
@@ -47,6 +47,13 @@
  *	- ttl_index_purging(): true only inside the purge's statement
  *	  (statement.c), so that FORCE ROW LEVEL SECURITY on a table does not
  *	  hide its expired rows from the worker, which runs as the owner.
+ * The parts are ORed, so the policy's qual is a filter on the rows a query
+ * reads, never an index condition of its own: the query's own conditions
+ * choose the index (a range on the key still scans the btree).  A bound
+ * folded into one indexable comparison (key >= CASE WHEN purging THEN
+ * least ELSE limit END) would make a whole-table read skip the expired
+ * range, but not with NULL keys visible or wall-clock keys exact, and
+ * readers rarely read a whole table; exactness was chosen.
  *
  * Security: the expression runs in every reader's session, as the reader.
  * It calls only pg_catalog's functions and ttl_index_purging(); a filter

@@ -10,6 +10,8 @@
 #   like    a LIKE prefix on an indexed text column (text_pattern_ops):
 #           LIKE is not leakproof, so with row security PostgreSQL does not
 #           use it below the policy's qual
+#   prefix  the same rows as a range of the pattern operators (~>=~, ~<~),
+#           which are leakproof: the index serves it under row security
 # Prints transactions per second side by side, and each query's plan with
 # the option.  Uses the build already installed for PG_CONFIG (or PGBIN);
 # run as the postgres user, or as root (it re-runs itself as postgres).
@@ -24,7 +26,7 @@ if [ "$(id -u)" = 0 ]; then
 	exec su postgres -s /bin/bash -c "PGBIN='$PGBIN' PG_CONFIG='$PG_CONFIG' bash '$here/test/bench/hide_cost.sh' $rows $secs"
 fi
 ttl_scratch_server hide 55499 "ttl_index.enabled = off" "shared_buffers = 512MB" "autovacuum = off"
-$psql <<SQL
+$psql >/dev/null <<SQL
 CREATE EXTENSION ttl_index;
 CREATE ROLE reader LOGIN;
 CREATE TABLE bench (id int PRIMARY KEY, created_at timestamptz NOT NULL, note text NOT NULL);
@@ -44,8 +46,12 @@ cat > range.sql <<'SQL'
 SELECT count(*), max(note) FROM bench WHERE created_at >= now() - (:m + 1) * interval '1 minute' AND created_at < now() - :m * interval '1 minute';
 SQL
 cat > like.sql <<'SQL'
-\set n random(4096, 65535)
+\set n random(4096, 65534)
 SELECT count(*) FROM bench WHERE note LIKE to_hex(:n) || '%';
+SQL
+cat > prefix.sql <<'SQL'
+\set n random(4096, 65534)
+SELECT count(*) FROM bench WHERE note ~>=~ to_hex(:n) AND note ~<~ to_hex(:n + 1);
 SQL
 run() {
 	"$PGBIN/pgbench" -n -h "$dir" -p 55499 -U reader -c 1 -T "$secs" -f "$1.sql" postgres 2>/dev/null |
@@ -55,16 +61,21 @@ median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 declare -A off on
 for round in 1 2 3; do
 	$psql -c "SELECT ttl_alter_index('bench', 'created_at', hide_expired => false) > 0" >/dev/null
-	for q in point range like; do off[$q]="${off[$q]:-} $(run $q)"; done
+	for q in point range like prefix; do off[$q]="${off[$q]:-} $(run $q)"; done
 	$psql -c "SELECT ttl_alter_index('bench', 'created_at', hide_expired => true) > 0" >/dev/null
-	for q in point range like; do on[$q]="${on[$q]:-} $(run $q)"; done
+	for q in point range like prefix; do on[$q]="${on[$q]:-} $(run $q)"; done
 done
 echo "hide_expired read cost: $rows rows (10% expired), 1 client, ${secs}s per query and round, median of 3 rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
 printf '%-6s %14s %14s %8s\n' query "tps without" "tps with" ratio
-for q in point range like; do
+for q in point range like prefix; do
 	a=$(median ${off[$q]}); b=$(median ${on[$q]})
 	printf '%-6s %14.0f %14.0f %8.2f\n' $q "$a" "$b" "$(echo "$b / $a" | bc -l)"
 done
+echo "leakproof operators (may be used below the policy's qual):"
+$psql -c "SELECT o.oprname || ' (' || o.oprleft::regtype || ')', p.proleakproof FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode
+ WHERE (o.oprname IN ('~~', '~>=~', '~<~', '=', '>=') AND o.oprleft = 'text'::regtype AND o.oprright = 'text'::regtype)
+    OR (o.oprname = '@>' AND o.oprleft = 'jsonb'::regtype) ORDER BY 1" | sed 's/^/  /'
 echo "plans with hide_expired, as the reader:"
 $psql -c "SET ROLE reader; EXPLAIN (COSTS OFF) SELECT count(*) FROM bench WHERE note LIKE 'abcd%'" | sed 's/^/  like:  /'
+$psql -c "SET ROLE reader; EXPLAIN (COSTS OFF) SELECT count(*) FROM bench WHERE note ~>=~ 'abcd' AND note ~<~ 'abce'" | sed 's/^/  prefix: /'
 $psql -c "SET ROLE reader; EXPLAIN (COSTS OFF) SELECT count(*) FROM bench WHERE created_at >= now() - interval '2 minutes' AND created_at < now() - interval '1 minute'" | sed 's/^/  range: /'

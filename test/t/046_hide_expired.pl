@@ -4,7 +4,10 @@
 # ttl_index_purging() in the policy the purge would not see them).  Then
 # pg_dump and restore: the row-level security policies and the catalog row
 # come back as one consistent pair (no policy twice, row security as it
-# was), and the restored worker purges under FORCE as well.
+# was), and the restored worker purges under FORCE as well.  Where Citus
+# is installed (18's build), a one-node Citus cluster: hide_expired on a
+# distributed table is refused with nothing changed, and a policy there
+# without it reaches the nodes' copy with hide_expired false.
 use strict;
 use warnings;
 use FindBin;
@@ -94,4 +97,32 @@ SELECT relrowsecurity, relforcerowsecurity, (SELECT count(*) FROM pg_policy WHER
 
 $node->stop;
 unlike(slurp_file($node->logfile), qr/TRAP:/, 'no assertion failure');
+
+my $libdir = $node->config_data('--pkglibdir');
+if (-e "$libdir/citus.so")
+{
+	my $c = TtlIndex::node('citus', "shared_preload_libraries = 'citus,ttl_index'",
+		'max_worker_processes = 20');
+	$c->safe_psql('postgres', sprintf(q{
+CREATE EXTENSION citus;
+CREATE EXTENSION ttl_index;
+SELECT citus_set_coordinator_host('%s', %d);
+SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) FROM pg_dist_node WHERE groupid = 0;
+CREATE TABLE d (id int, ts timestamptz);
+SELECT create_distributed_table('d', 'id');
+}, $c->host, $c->port));
+	my ($ret, $stdout, $stderr) = $c->psql('postgres',
+		q{SELECT ttl_create_index('d', 'ts', 60, hide_expired => true)});
+	like($stderr, qr/ERROR:  hide_expired is not supported on Citus table "d"/,
+		'Citus: hide_expired on a distributed table is refused');
+	is($c->safe_psql('postgres', q{SELECT count(*) FROM ttl_index_policy}), '0',
+		'Citus: no policy was written');
+	is($c->safe_psql('postgres', q{SELECT relrowsecurity FROM pg_class WHERE oid = 'd'::regclass}), 'f',
+		'Citus: row security untouched');
+	$c->safe_psql('postgres', q{SELECT ttl_create_index('d', 'ts', 60)});
+	is($c->safe_psql('postgres', q{SELECT hide_expired FROM ttl_index_citus_policy}), 'f',
+		"Citus: the nodes' copy carries hide_expired");
+	$c->stop;
+	unlike(slurp_file($c->logfile), qr/TRAP:/, 'Citus: no assertion failure');
+}
 done_testing();

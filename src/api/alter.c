@@ -86,6 +86,8 @@ static const struct
 
 /* which arguments the current call kept from the policy (bit per argno) */
 static uint32 alter_kept = 0;
+/* which options its reset => removed (bit per argno) */
+static uint32 alter_reset = 0;
 
 /*
  * alter_arg_given
@@ -228,6 +230,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 	char	   *colname;
 
 	alter_kept = 0;
+	alter_reset = 0;
 	*exists = false;
 	*expire_after = NULL;
 
@@ -236,6 +239,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 		return fcinfo;
 
 	resets = alter_resets(fcinfo, reset);
+	alter_reset = resets;
 	colname = text_to_cstring(DatumGetTextPP(fcinfo->args[1].value));
 	attnum = get_attnum(DatumGetObjectId(fcinfo->args[0].value), colname);
 	if (attnum == InvalidAttrNumber ||
@@ -284,4 +288,15 @@ bool
 ttl_alter_was_kept(int argno)
 {
 	return argno < 32 && (alter_kept & (UINT32_C(1) << argno)) != 0;
+}
+
+/*
+ * ttl_alter_was_reset
+ *		Whether the current call's reset => removed the option of argument
+ *		argno.
+ */
+bool
+ttl_alter_was_reset(int argno)
+{
+	return argno < 32 && (alter_reset & (UINT32_C(1) << argno)) != 0;
 }

@@ -1111,6 +1111,28 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 }
 
 /*
+ * ttl_api_hide_changed
+ *		Whether the call gives or resets an option that hide_expired's
+ *		row-level security policies depend on (the TTL, ttl_column, the
+ *		filter, the unit, the zone, hide_expired itself): only then are
+ *		they made again, which locks the table against its readers until
+ *		the transaction ends.  A call that changes, say, the batch size of
+ *		a policy that hides expired rows leaves them as they are.
+ */
+static bool
+ttl_api_hide_changed(FunctionCallInfo fcinfo)
+{
+	static const int args[] = {2, TTL_ARG_TTL_COLUMN, TTL_ARG_FILTER, TTL_ARG_UNIT,
+	TTL_ARG_TIME_ZONE, TTL_ARG_HIDE_EXPIRED};
+
+	for (int i = 0; i < lengthof(args); i++)
+		if ((!ttl_api_arg_null(fcinfo, args[i]) && !ttl_alter_was_kept(args[i])) ||
+			ttl_alter_was_reset(args[i]))
+			return true;
+	return false;
+}
+
+/*
  * ttl_api_create
  *		Shared body of both ttl_create_index() variants, once expire_after is
  *		known as an interval: check everything, make the indexes, write the
@@ -1140,7 +1162,8 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 
 	id = ttl_api_write_policy(&policy, expire_after, unit, action);
 	/* the row-level security policies of hide_expired, made or removed */
-	ttl_hide_sync(&policy);
+	if (!policy.hide_expired || ttl_api_hide_changed(fcinfo))
+		ttl_hide_sync(&policy);
 	return id;
 }
 

@@ -90,6 +90,25 @@ SET ROLE hide_reader;
 SELECT id FROM s ORDER BY id;
 RESET ROLE;
 
+-- a change that leaves the expression as it is leaves the policies alone
+-- (remaking them would lock the table against its readers)
+CREATE TEMP TABLE pol_before AS SELECT oid, polname FROM pg_policy WHERE polrelid = 'hx.s'::regclass;
+SET ROLE hide_owner;
+SELECT ttl_alter_index('s', 'created_at', batch_size => 77) > 0 AS ok;
+RESET ROLE;
+SELECT count(*) AS same_policies FROM pg_policy p JOIN pol_before b USING (oid);
+SET ROLE hide_owner;
+SELECT ttl_alter_index('s', 'created_at', filter => 'id > 0') > 0 AS ok;
+RESET ROLE;
+SELECT count(*) AS same_policies FROM pg_policy p JOIN pol_before b USING (oid);
+SELECT pg_get_expr(polqual, polrelid) AS using_expr FROM pg_policy
+ WHERE polrelid = 'hx.s'::regclass AND polname LIKE 'ttl_index_hide%';
+SET ROLE hide_owner;
+SELECT ttl_alter_index('s', 'created_at', reset => '{filter, batch_size}') > 0 AS ok;
+RESET ROLE;
+SELECT pg_get_expr(polqual, polrelid) AS using_expr FROM pg_policy
+ WHERE polrelid = 'hx.s'::regclass AND polname LIKE 'ttl_index_hide%';
+
 -- a renamed column: the policy follows it (stored as a parse tree)
 ALTER TABLE s RENAME COLUMN created_at TO made_at;
 SET ROLE hide_reader;

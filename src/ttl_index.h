@@ -165,6 +165,7 @@ typedef struct TtlPolicy
 	TtlWindows	windows;		/* ... read */
 	int64		max_rows;		/* 0: no cap (cap.c) */
 	char	   *set_columns;	/* TTL_ACTION_ANONYMIZE (set.c) */
+	bool		hide_expired;	/* row security hides expired rows (hide.c) */
 } TtlPolicy;
 
 /* types the engine passes down to the shared state: defined where noted */

@@ -23,7 +23,7 @@ my @floors = (
 	[ 'engine', qw(pass.c) ],
 	[ 'engine', qw(drain.c) ],
 	[ 'engine', qw(batch.c cap.c partition.c held.c skip.c probe.c backlog.c origin.c wal.c timeout.c) ],
-	[ 'policy', qw(targets.c statement.c filter.c set.c window.c expiry.c catalog.c) ],
+	[ 'policy', qw(hide.c targets.c statement.c filter.c set.c window.c expiry.c catalog.c) ],
 	[ 'citus', qw(citus.c citus_follow.c citus_nodes.c) ],
 	[ 'env', qw(owner.c extension.c) ],
 	[ 'shared', qw(shmem.c stats.c writes.c yield.c replicas.c keepup.c parallel.c) ],

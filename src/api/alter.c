@@ -46,7 +46,7 @@
 
 /* the arguments of ttl_create_index() and ttl_alter_index() (api.c) */
 #define ALTER_FIRST_OPTION	2
-#define ALTER_NOPTIONS		14
+#define ALTER_NOPTIONS		15
 
 /*
  * The options, in argument order from expire_after on, as the catalog's
@@ -75,6 +75,7 @@ static const struct
 	{"purge_window", "purge_window", true},
 	{"max_rows", "max_rows", true},
 	{"set_columns", "set_columns", true},
+	{"hide_expired", "hide_expired", true},
 };
 
 /* arguments of the action and its options */
@@ -85,6 +86,8 @@ static const struct
 
 /* which arguments the current call kept from the policy (bit per argno) */
 static uint32 alter_kept = 0;
+/* which options its reset => removed (bit per argno) */
+static uint32 alter_reset = 0;
 
 /*
  * alter_arg_given
@@ -130,7 +133,7 @@ alter_resets(FunctionCallInfo fcinfo, ArrayType *reset)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("\"%s\" is not an option of a TTL policy", name),
-					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows and set_columns.")));
+					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows, set_columns and hide_expired.")));
 		if (!alter_options[j].resettable)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -227,6 +230,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 	char	   *colname;
 
 	alter_kept = 0;
+	alter_reset = 0;
 	*exists = false;
 	*expire_after = NULL;
 
@@ -235,6 +239,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 		return fcinfo;
 
 	resets = alter_resets(fcinfo, reset);
+	alter_reset = resets;
 	colname = text_to_cstring(DatumGetTextPP(fcinfo->args[1].value));
 	attnum = get_attnum(DatumGetObjectId(fcinfo->args[0].value), colname);
 	if (attnum == InvalidAttrNumber ||
@@ -283,4 +288,15 @@ bool
 ttl_alter_was_kept(int argno)
 {
 	return argno < 32 && (alter_kept & (UINT32_C(1) << argno)) != 0;
+}
+
+/*
+ * ttl_alter_was_reset
+ *		Whether the current call's reset => removed the option of argument
+ *		argno.
+ */
+bool
+ttl_alter_was_reset(int argno)
+{
+	return argno < 32 && (alter_reset & (UINT32_C(1) << argno)) != 0;
 }

@@ -326,7 +326,8 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_PURGE_WINDOW	13
 #define TTL_ARG_MAX_ROWS		14
 #define TTL_ARG_SET_COLUMNS		15
-#define TTL_ARG_RESET			16	/* ttl_alter_index() only */
+#define TTL_ARG_HIDE_EXPIRED	16
+#define TTL_ARG_RESET			17	/* ttl_alter_index() only */
 
 /*
  * ttl_api_action_arg
@@ -395,6 +396,8 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 		ttl_window_read(policy->purge_window, &policy->windows);
 	}
 	policy->set_columns = ttl_api_text_arg(fcinfo, TTL_ARG_SET_COLUMNS);
+	policy->hide_expired = !ttl_api_arg_null(fcinfo, TTL_ARG_HIDE_EXPIRED) &&
+		PG_GETARG_BOOL(TTL_ARG_HIDE_EXPIRED);
 
 	policy->replication_origin = ttl_api_arg_null(fcinfo, TTL_ARG_REPLICATION_ORIGIN) ? -1 :
 		PG_GETARG_BOOL(TTL_ARG_REPLICATION_ORIGIN) ? 1 : 0;
@@ -1015,25 +1018,26 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	bool		has_origin = current && ttl_catalog_has_origin();
 	bool		has_zone = has_origin && ttl_catalog_has_zone();
 	bool		has_rules = has_zone && ttl_catalog_has_rules();
+	bool		has_hide = has_rules && ttl_catalog_has_hide();
 
 	/*
-	 * the 1.4 catalog has them all (a 1.4 in the making before purge_window
-	 * all but the last three), 1.3 all but the last five, 1.2 all but the
-	 * last six, 1.0 and 1.1 two
+	 * the 1.5 catalog has them all, 1.4 all but hide_expired (a 1.4 in the
+	 * making before purge_window all but the last four), 1.3 all but the
+	 * last six, 1.2 all but the last seven, 1.0 and 1.1 two
 	 */
 	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
 		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
 		"replication_origin", "time_zone", "filter_functions", "purge_window", "max_rows",
-	"set_columns"};
-	Oid			argtypes[17] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	"set_columns", "hide_expired"};
+	Oid			argtypes[18] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
 		TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, INT8OID, TEXTOID};
+	TEXTARRAYOID, TEXTOID, INT8OID, TEXTOID, BOOLOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
 	StringInfoData set;
-	Datum		values[17];
-	char		nulls[17];
+	Datum		values[18];
+	char		nulls[18];
 	Datum	   *funcs;
 	NameData	colnamedata;
 	NameData	ttlnamedata;
@@ -1084,10 +1088,12 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[15] = policy->max_rows > 0 ? ' ' : 'n';
 	values[16] = policy->set_columns ? CStringGetTextDatum(policy->set_columns) : (Datum) 0;
 	nulls[16] = policy->set_columns ? ' ' : 'n';
+	values[17] = BoolGetDatum(policy->hide_expired);
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
-	ncols = has_rules ? lengthof(cols) : has_zone ? lengthof(cols) - 3 :
-		has_origin ? lengthof(cols) - 5 : current ? lengthof(cols) - 6 : 2;
+	ncols = has_hide ? lengthof(cols) : has_rules ? lengthof(cols) - 1 :
+		has_zone ? lengthof(cols) - 4 : has_origin ? lengthof(cols) - 6 :
+		current ? lengthof(cols) - 7 : 2;
 	initStringInfo(&insert);
 	initStringInfo(&params);
 	initStringInfo(&set);
@@ -1108,6 +1114,28 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	return id;
+}
+
+/*
+ * ttl_api_hide_changed
+ *		Whether the call gives or resets an option that hide_expired's
+ *		row-level security policies depend on (the TTL, ttl_column, the
+ *		filter, the unit, the zone, hide_expired itself): only then are
+ *		they made again, which locks the table against its readers until
+ *		the transaction ends.  A call that changes, say, the batch size of
+ *		a policy that hides expired rows leaves them as they are.
+ */
+static bool
+ttl_api_hide_changed(FunctionCallInfo fcinfo)
+{
+	static const int args[] = {2, TTL_ARG_TTL_COLUMN, TTL_ARG_FILTER, TTL_ARG_UNIT,
+	TTL_ARG_TIME_ZONE, TTL_ARG_HIDE_EXPIRED};
+
+	for (int i = 0; i < lengthof(args); i++)
+		if ((!ttl_api_arg_null(fcinfo, args[i]) && !ttl_alter_was_kept(args[i])) ||
+			ttl_alter_was_reset(args[i]))
+			return true;
+	return false;
 }
 
 /*
@@ -1133,11 +1161,15 @@ ttl_api_create(FunctionCallInfo fcinfo, Interval *expire_after)
 	ttl_citus_check_create(&policy);
 	ttl_api_policy_columns(rel, &policy);
 	ttl_api_zero_notice(rel, &policy);
+	ttl_hide_check(&policy, rel);
 	has_children = rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_rel->relhassubclass;
 	table_close(rel, NoLock);
 	ttl_api_indexes(&policy, has_children);
 
 	id = ttl_api_write_policy(&policy, expire_after, unit, action);
+	/* the row-level security policies of hide_expired, made or removed */
+	if (!policy.hide_expired || ttl_api_hide_changed(fcinfo))
+		ttl_hide_sync(&policy);
 	return id;
 }
 
@@ -1413,6 +1445,8 @@ ttl_drop_index(PG_FUNCTION_ARGS)
 	/* the indexes ttl_create_index made, known by their comment */
 	ttl_api_drop_created(rel, attnum);
 	table_close(rel, NoLock);
+	/* hide_expired's row-level security policies, if it made them */
+	ttl_hide_remove(relid, attnum);
 	PG_RETURN_BOOL(true);
 }
 

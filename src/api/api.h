@@ -20,5 +20,6 @@ struct ArrayType;
 extern FunctionCallInfo ttl_alter_keep(FunctionCallInfo fcinfo, struct ArrayType *reset,
 									   bool *exists, Interval **expire_after);
 extern bool ttl_alter_was_kept(int argno);
+extern bool ttl_alter_was_reset(int argno);
 
 #endif							/* TTL_API_H */

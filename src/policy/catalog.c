@@ -136,6 +136,16 @@ ttl_catalog_has_rules(void)
 }
 
 /*
+ * ttl_catalog_has_hide
+ *		Whether the policy catalog has the 1.5 column hide_expired.
+ */
+bool
+ttl_catalog_has_hide(void)
+{
+	return ttl_catalog_has_column("hide_expired");
+}
+
+/*
  * ttl_catalog_paused_since
  *		When the policy was paused, from the 1.5 column paused_since: false
  *		when the catalog has no such column (before ALTER EXTENSION UPDATE)

@@ -21,6 +21,7 @@ extern bool ttl_catalog_is_current(void);
 extern bool ttl_catalog_has_origin(void);
 extern bool ttl_catalog_has_zone(void);
 extern bool ttl_catalog_has_rules(void);
+extern bool ttl_catalog_has_hide(void);
 extern bool ttl_catalog_paused_since(int32 policy_id, TimestampTz *since);
 extern char *ttl_catalog_pause_sql(const char *enabled);
 extern char *ttl_qualified_relname(Oid relid);
@@ -254,6 +255,16 @@ extern char *ttl_statement_sql(TtlPolicy *policy, TtlTarget *t, Relation rel,
 							   Relation parent, bool via_parent, bool precheck,
 							   List **funcs);
 extern void ttl_statement_check(TtlPolicy *policy, TtlTarget *t, Relation rel);
+extern char *ttl_statement_instant(TtlTarget *t, const char *zone);
+
+/* ----------
+ * hide_expired's row-level security policies (hide.c)
+ * ----------
+ */
+extern char *ttl_hide_visible_sql(TtlPolicy *policy, TtlTarget *t);
+extern void ttl_hide_check(TtlPolicy *policy, Relation rel);
+extern void ttl_hide_sync(TtlPolicy *policy);
+extern void ttl_hide_remove(Oid relid, AttrNumber attnum);
 extern uint64 ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel,
 								Relation parent, bool via_parent,
 								ItemPointerData *tids, int ntids,

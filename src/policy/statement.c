@@ -71,6 +71,12 @@
  * of the statement (ttl_statement_preview), planned the same way each time
  * and not kept: a SELECT, so no trigger, rule or foreign-key action runs.
  *
+ * hide_expired (hide.c).  While the statement runs, ttl_index_purging()
+ * is true in this backend: the row-level security policy of hide_expired
+ * then lets it see the expired rows it acts on, where the table forces row
+ * security on its owner, as whom it runs.  The flag is this file's and
+ * nothing else sets it; it is cleared when the statement ends or fails.
+ *
  * Locking: the caller holds the target table's ROW EXCLUSIVE lock (ACCESS
  * SHARE for a preview); the other relations of the plan are locked here.
  *
@@ -169,6 +175,22 @@ static const char *const ttl_planner_pins[][2] = {
 	{"jit", "off"}
 };
 
+/* inside ttl_statement_run's statement (see the top of the file) */
+static bool statement_purging = false;
+
+PG_FUNCTION_INFO_V1(ttl_index_purging);
+
+/*
+ * ttl_index_purging() returns boolean
+ *		Whether this backend is running ttl_index's purge statement: the
+ *		escape of hide_expired's row-level security policy (hide.c).
+ */
+Datum
+ttl_index_purging(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(statement_purging);
+}
+
 /*
  * The wall-clock keys converted to instants: two days inside either end of
  * time (no zone is a day off UTC), so that converting a key, and its expiry
@@ -209,12 +231,24 @@ ttl_statement_clamp_sql(const char *value, const char *valtype,
 static char *
 ttl_statement_instant_sql(TtlTarget *t)
 {
+	return ttl_statement_instant(t, "$4");
+}
+
+/*
+ * ttl_statement_instant
+ *		A wall-clock key (timestamp or date) as the instant it denotes in
+ *		the zone that the SQL expression zone names, saturated at either end
+ *		of time: the statement's ($4) and hide_expired's (a literal).
+ */
+char *
+ttl_statement_instant(TtlTarget *t, const char *zone)
+{
 	if (t->keytype == DATEOID)
 		return ttl_statement_clamp_sql(t->key_sql, "date", "timestamptz",
-									   psprintf("pg_catalog.timezone($4, CAST(%s AS pg_catalog.timestamp))",
-												t->key_sql));
+									   psprintf("pg_catalog.timezone(%s, CAST(%s AS pg_catalog.timestamp))",
+												zone, t->key_sql));
 	return ttl_statement_clamp_sql(t->key_sql, "timestamp", "timestamptz",
-								   psprintf("pg_catalog.timezone($4, %s)", t->key_sql));
+								   psprintf("pg_catalog.timezone(%s, %s)", zone, t->key_sql));
 }
 
 /*
@@ -839,9 +873,18 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 		}
 		qd = CreateQueryDesc(stmt, t->plan->sql, GetActiveSnapshot(),
 							 InvalidSnapshot, None_Receiver, params, NULL, 0);
-		ExecutorStart(qd, 0);
-		ttl_ExecutorRun(qd, ForwardScanDirection, 0);
-		ExecutorFinish(qd);
+		statement_purging = true;
+		PG_TRY();
+		{
+			ExecutorStart(qd, 0);
+			ttl_ExecutorRun(qd, ForwardScanDirection, 0);
+			ExecutorFinish(qd);
+		}
+		PG_FINALLY();
+		{
+			statement_purging = false;
+		}
+		PG_END_TRY();
 		if (stmt->canSetTag)
 			processed = qd->estate->es_processed;
 		ExecutorEnd(qd);

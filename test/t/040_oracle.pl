@@ -276,6 +276,10 @@ ALTER SYSTEM SET ttl_index.max_parallel_workers = $helpers; SELECT pg_reload_con
 			TtlIndex::wait_worker($node, 'postgres', 'a worker runs again after kill -9', $pid);
 		}
 	}
+	# hide_expired: before the pass, a reader sees exactly the rows that
+	# have not expired (no worker deletes in a runner batch)
+	check_hidden($b, [ grep { $_->{hide} && !$_->{create_err} && !$_->{must_refuse} } @cases ])
+	  if $runner;
 	my $ret;
 	if ($runner)
 	{
@@ -396,6 +400,46 @@ sub snapshot_all
 			vc => $f[7], dom => $f[8], part => $f[9] };
 	}
 	return \%rows;
+}
+
+# check_hidden(batch, cases): for each case of a hide_expired policy, a
+# role granted SELECT alone sees the rows OracleModel::hidden says are
+# visible, and none it says are hidden
+sub check_hidden
+{
+	my ($b, $cases) = @_;
+	return unless @$cases;
+	$node->safe_psql('postgres', q{
+DO $$ BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'oracle_hide_reader') THEN
+		CREATE ROLE oracle_hide_reader;
+	END IF;
+END $$;} . join('', map { "GRANT SELECT ON $_->{table} TO oracle_hide_reader;\n" } @$cases));
+	my $ta = time();
+	my $out = $node->safe_psql('postgres', "SET ROLE oracle_hide_reader;\n"
+		. join("\nUNION ALL\n", map { "SELECT '$_->{table}', id FROM $_->{table} WHERE id < 100000" } @$cases));
+	my $tb = time();
+	my %seen;
+	for my $l (split /\n/, $out)
+	{
+		my ($t, $id) = split /\|/, $l;
+		$seen{$t}{$id} = 1;
+	}
+	my @bad;
+	for my $c (@$cases)
+	{
+		for my $r (@{ $c->{rows} })
+		{
+			next if $r->{id} >= 100000;
+			my $h = OracleModel::hidden($c, $r, $ta, $tb);
+			my $sees = $seen{ $c->{table} }{ $r->{id} } ? 1 : 0;
+			push @bad, "$c->{name} ($c->{summary}): row $r->{id} key " . ($r->{k} // 'NULL') . " is $h but the reader "
+			  . ($sees ? 'sees' : 'does not see') . ' it'
+			  if ($h eq 'hidden' && $sees) || ($h eq 'visible' && !$sees);
+		}
+	}
+	ok(!@bad, "batch $b: a reader sees exactly the rows that have not expired (hide_expired), seed $seed")
+	  or diag(join("\n", @bad[0 .. ($#bad < 20 ? $#bad : 19)]));
 }
 
 # stats_all(tables): table => its ttl_index_stats figures

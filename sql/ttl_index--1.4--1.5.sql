@@ -738,3 +738,15 @@ LANGUAGE C VOLATILE CALLED ON NULL INPUT;
 
 COMMENT ON FUNCTION @extschema@.ttl_preview(regclass) IS
 'What the next pass of each TTL policy of the table would delete, archive, soft-delete or anonymize, computed as the worker would; changes nothing';
+
+-- The column numbers follow the names on an update as well: a second
+-- ttl_create_index() or a ttl_alter_index() that names a ttl_column or a
+-- soft_delete_column updates the policy's row (INSERT ... ON CONFLICT DO
+-- UPDATE), and with the trigger on INSERT alone their numbers stayed NULL,
+-- so that the next ALTER TABLE of the table, which sets the names from the
+-- numbers (ttl_index_on_alter_table), failed the catalog's checks.  An
+-- update that sets the names from the numbers resolves the same numbers.
+DROP TRIGGER ttl_index_policy_resolve ON @extschema@.ttl_index_policy;
+CREATE TRIGGER ttl_index_policy_resolve
+	BEFORE INSERT OR UPDATE ON @extschema@.ttl_index_policy
+	FOR EACH ROW EXECUTE FUNCTION @extschema@.ttl_index_policy_resolve();

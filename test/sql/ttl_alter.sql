@@ -171,6 +171,22 @@ SELECT table_name, column_name, active, healthy, stalled, errors, last_error
   FROM ttl_summary() WHERE schema_name = 'alt' ORDER BY 1, 2;
 SELECT count(*) FILTER (WHERE NOT healthy) AS unhealthy FROM ttl_summary() WHERE schema_name = 'alt';
 
+-- 9. a second call that names a ttl_column or a soft_delete_column finds
+-- their column numbers, as the first does: the next ALTER TABLE of the
+-- table (which sets the names from the numbers) then works and keeps them
+CREATE TABLE alt.later (at timestamptz NOT NULL, gone timestamptz, ttl interval);
+SELECT ttl_create_index('alt.later', 'at', interval '1 day') > 0 AS created;
+SELECT ttl_alter_index('alt.later', 'at', action => 'soft_delete', soft_delete_column => 'gone') > 0 AS altered;
+SELECT ttl_create_index('alt.later', 'at', ttl_column => 'ttl') > 0 AS again;
+SELECT soft_delete_column, soft_attnum, ttl_column, ttl_attnum
+  FROM ttl_index_policy WHERE relid = 'alt.later'::regclass;
+ALTER TABLE alt.later ADD COLUMN note text;
+ALTER TABLE alt.later RENAME COLUMN gone TO deleted_at;
+SELECT soft_delete_column, soft_attnum, ttl_column, ttl_attnum
+  FROM ttl_index_policy WHERE relid = 'alt.later'::regclass;
+SELECT ttl_alter_index('alt.later', 'at', reset => '{ttl_column}') > 0 AS reset;
+SELECT ttl_column, ttl_attnum FROM ttl_index_policy WHERE relid = 'alt.later'::regclass;
+
 RESET ROLE;
 SET client_min_messages = warning;
 DROP SCHEMA alt CASCADE;

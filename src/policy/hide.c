@@ -34,7 +34,8 @@
  * The expression is plain SQL, schema-qualified, with the worker's rule
  * (expiry.c, statement.c): a row is hidden exactly when a pass starting at
  * the reader's now() would find it expired, instant < now() - expire_after
- * (an interval in microseconds: no calendar days), with
+ * (its calendar months on the policy's zone's calendar, then the rest in
+ * microseconds: no calendar days; hide_limit_sql), with
  *	- timestamptz keys, and per-row TTLs (ttl_expires_at(), which the
  *	  policy's index holds): key >= limit;
  *	- timestamp and date keys: the instant the key denotes in the policy's
@@ -142,15 +143,34 @@ hide_rls_enabled(Oid relid)
 
 /*
  * hide_limit_sql
- *		now() - expire_after, as timestamptz: the interval in microseconds,
- *		so that no day of it is a calendar day in the reader's TimeZone.
+ *		now() - expire_after, as timestamptz, as expiry.c's
+ *		ttl_policy_limit computes it: its calendar months first, on the
+ *		calendar of the policy's zone (UTC for an epoch key), as
+ *		PostgreSQL takes months off a wall-clock time and reads the result
+ *		in that zone; then its fixed part, an interval in microseconds, so
+ *		that no day of it is a calendar day in the reader's TimeZone.  The
+ *		zone is named in the expression: a policy without a time_zone of
+ *		its own counts months in the server's TimeZone of the moment the
+ *		expression was made (remade by ttl_alter_index).
  */
 static char *
 hide_limit_sql(TtlPolicy *policy)
 {
-	return psprintf("(pg_catalog.now() OPERATOR(pg_catalog.-)"
+	char	   *now = "pg_catalog.now()";
+
+	if (policy->expire_months != 0)
+	{
+		char	   *zone = quote_literal_cstr(policy->unit_ns != 0 ? "UTC" :
+											  ttl_policy_zone_name(policy));
+
+		now = psprintf("pg_catalog.timezone(CAST(%s AS pg_catalog.text),"
+					   " pg_catalog.timezone(CAST(%s AS pg_catalog.text), pg_catalog.now())"
+					   " OPERATOR(pg_catalog.-) CAST('%d months' AS pg_catalog.interval))",
+					   zone, zone, policy->expire_months);
+	}
+	return psprintf("(%s OPERATOR(pg_catalog.-)"
 					" CAST('" INT64_FORMAT " microseconds' AS pg_catalog.interval))",
-					policy->expire_after);
+					now, policy->expire_after);
 }
 
 /*

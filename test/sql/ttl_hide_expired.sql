@@ -192,6 +192,29 @@ SELECT id FROM z ORDER BY id;
 RESET TimeZone;
 RESET ROLE;
 
+-- calendar months (expiry.c): counted on the calendar of the policy's
+-- zone, as the worker counts them, whatever the reader's TimeZone; the
+-- edge to the microsecond in one transaction (now() is fixed): a key of
+-- exactly now() - '1 month 2 hours' in Berlin is visible, a microsecond
+-- older is not; 27 days and 2 hours ago (less than any month) is visible
+SET ROLE hide_owner;
+CREATE TABLE m (id int, ts timestamptz);
+GRANT SELECT ON m TO hide_reader;
+SET client_min_messages = warning;	-- the zone's NOTICE names its offset now
+SELECT ttl_create_index('m', 'ts', interval '1 month 2 hours', time_zone => 'Europe/Berlin',
+						hide_expired => true) > 0 AS ok;
+RESET client_min_messages;
+BEGIN;
+SET LOCAL TimeZone = 'Europe/Berlin';
+INSERT INTO m VALUES (1, now() - interval '1 month' - interval '2 hours'),
+	(2, now() - interval '1 month' - interval '2 hours' - interval '1 microsecond'),
+	(3, now() - interval '27 days 2 hours');
+SET LOCAL TimeZone = 'Pacific/Auckland';
+SET LOCAL ROLE hide_reader;
+SELECT id FROM m ORDER BY id;
+ROLLBACK;
+RESET ROLE;
+
 -- a partitioned table: a query on a partition directly hides too
 SET ROLE hide_owner;
 CREATE TABLE pt (id int, ts timestamptz) PARTITION BY RANGE (ts);

@@ -74,7 +74,9 @@
  * hide_expired (hide.c).  While the statement runs, ttl_index_purging()
  * is true in this backend: the row-level security policy of hide_expired
  * then lets it see the expired rows it acts on, where the table forces row
- * security on its owner, as whom it runs.  The flag is this file's and
+ * security on its owner, as whom it runs.  A preview's count sees them the
+ * same way (its caller may see them anyway: the owner, who may turn FORCE
+ * off, a member of its role, or a superuser).  The flag is this file's and
  * nothing else sets it; it is cleared when the statement ends or fails.
  *
  * Locking: the caller holds the target table's ROW EXCLUSIVE lock (ACCESS
@@ -1000,9 +1002,19 @@ ttl_statement_preview(TtlPolicy *policy, TtlTarget *t, Relation rel,
 	PushActiveSnapshot(GetTransactionSnapshot());
 	qd = CreateQueryDesc(linitial_node(PlannedStmt, stmts), sql, GetActiveSnapshot(),
 						 InvalidSnapshot, dest, params, NULL, 0);
-	ExecutorStart(qd, 0);
-	ttl_ExecutorRun(qd, ForwardScanDirection, 0);
-	ExecutorFinish(qd);
+	/* sees what the statement would: hide_expired's rows under FORCE too */
+	statement_purging = true;
+	PG_TRY();
+	{
+		ExecutorStart(qd, 0);
+		ttl_ExecutorRun(qd, ForwardScanDirection, 0);
+		ExecutorFinish(qd);
+	}
+	PG_FINALLY();
+	{
+		statement_purging = false;
+	}
+	PG_END_TRY();
 	slot = MakeSingleTupleTableSlot(qd->tupDesc, &TTSOpsMinimalTuple);
 	if (tuplestore_gettupleslot(store, true, false, slot))
 	{

@@ -9,6 +9,17 @@
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN paused_since timestamptz;
 UPDATE @extschema@.ttl_index_policy SET paused_since = now() WHERE NOT enabled;
 
+-- A cap on the table's size in bytes (max_bytes, cap.c: heap, TOAST and
+-- indexes, as pg_total_relation_size counts them; the oldest rows beyond
+-- the rows that fit go, whatever their age).  expire_after may be NULL
+-- beside it too, for a cap alone.
+ALTER TABLE @extschema@.ttl_index_policy
+	ADD COLUMN max_bytes bigint CHECK (max_bytes > 0),
+	DROP CONSTRAINT ttl_index_policy_expiry_check,
+	ADD CONSTRAINT ttl_index_policy_expiry_check
+		CHECK (expire_after IS NOT NULL OR max_rows IS NOT NULL OR max_bytes IS NOT NULL);
+ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN max_bytes bigint;
+
 -- On a Citus coordinator, a policy without a zone of its own (a
 -- timestamptz or epoch key) goes to the nodes with the coordinator's zone.
 CREATE OR REPLACE FUNCTION @extschema@.ttl_index_citus_sync()
@@ -55,14 +66,15 @@ BEGIN
 		INSERT INTO @extschema@.ttl_index_citus_policy
 			(id, table_schema, table_name, column_name, expire_after, batch_size, enabled,
 			 ttl_column, filter, unit, action, soft_delete_column, rate_limit,
-			 replication_origin, time_zone, filter_functions, purge_window, max_rows, set_columns)
+			 replication_origin, time_zone, filter_functions, purge_window, max_rows, set_columns,
+			 max_bytes)
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
 			   NEW.replication_origin,
 			   coalesce(NEW.time_zone, @extschema@.ttl_index_server_time_zone()),
 			   NEW.filter_functions::text[],
-			   NEW.purge_window, NEW.max_rows, NEW.set_columns
+			   NEW.purge_window, NEW.max_rows, NEW.set_columns, NEW.max_bytes
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		 WHERE c.oid = NEW.relid;
@@ -74,7 +86,13 @@ $$;
 -- A second ttl_create_index() on a column that has a policy keeps what it
 -- does not name: expire_after's default is NULL (left out: kept, or an
 -- error for a new policy without max_rows or ttl_column), where it was '0'.
-CREATE OR REPLACE FUNCTION @extschema@.ttl_create_index(
+-- ttl_create_index gains max_bytes (the last argument of each form), so
+-- the 1.4 forms go.
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
+DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
+
+CREATE FUNCTION @extschema@.ttl_create_index(
 	table_name regclass,
 	column_name text,
 	expire_after interval DEFAULT NULL,
@@ -90,13 +108,62 @@ CREATE OR REPLACE FUNCTION @extschema@.ttl_create_index(
 	time_zone text DEFAULT NULL,
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
-	set_columns text DEFAULT NULL)
+	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text) IS
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after bigint,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_seconds'
+LANGUAGE C;
+
+CREATE FUNCTION @extschema@.ttl_create_index(
+	table_name regclass,
+	column_name text,
+	expire_after text,
+	batch_size integer DEFAULT NULL,
+	soft_delete_column text DEFAULT NULL,
+	ttl_column text DEFAULT NULL,
+	filter text DEFAULT NULL,
+	unit text DEFAULT NULL,
+	action text DEFAULT NULL,
+	archive_table regclass DEFAULT NULL,
+	rate_limit integer DEFAULT NULL,
+	replication_origin boolean DEFAULT NULL,
+	time_zone text DEFAULT NULL,
+	purge_window text DEFAULT NULL,
+	max_rows bigint DEFAULT NULL,
+	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'ttl_create_index_text'
+LANGUAGE C;
+
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint) IS
 	'create the TTL policy of a table column, or change the options the call names; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint) IS
+	'create or change the TTL policy of a table column, TTL in seconds; returns the policy id';
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint) IS
+	'create or change the TTL policy of a table column, TTL as text (''3600'' or ''1 hour''); returns the policy id';
 
 -- ttl_alter_index changes the options it names and keeps the others
 -- (alter.c); reset => '{filter, ...}' removes options.  The TTL is an
@@ -120,12 +187,13 @@ CREATE FUNCTION @extschema@.ttl_alter_index(
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
 	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL,
 	reset text[] DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_alter_index'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, text[]) IS
+COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint, text[]) IS
 	'change the options of a TTL policy that the call names, keep the others; reset => removes options; returns the policy id';
 
 -- The views are made again for backlog_reason (below), and so that a node
@@ -246,7 +314,8 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   p.set_columns,
 		   coalesce(s.rows_anonymized, 0) AS rows_anonymized,
 		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason,
-		   coalesce(s.rows_locked, 0) AS rows_locked
+		   coalesce(s.rows_locked, 0) AS rows_locked,
+		   p.max_bytes
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id
 	  LEFT JOIN cluster c ON c.policy_id = p.id

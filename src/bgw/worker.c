@@ -669,7 +669,7 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	e->row_limit = pass->row_limit;
 	e->next_check = ttl_worker_recheck_at(now);
 	/* the next pass of a capped policy counts with this one's deletes (cap.c) */
-	if (e->policy.max_rows > 0)
+	if (e->policy.max_rows > 0 || e->policy.max_bytes > 0)
 		pgstat_report_stat(true);
 	if (pass->cap_unmeasured && !e->cap_warned)
 	{

@@ -109,6 +109,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relation.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"

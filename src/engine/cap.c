@@ -441,9 +441,9 @@ ttl_cap_fork_free(Relation rel, BlockNumber nblocks)
 /*
  * ttl_cap_rel_bytes
  *		Add a relation's size, every fork of it (pg_relation_size's sum, as
- *		pg_total_relation_size counts), to *total, and the free space its
- *		main fork's map records to *free; for a table, its indexes and its
- *		TOAST table (with the TOAST table's index) too.  Takes
+ *		pg_total_relation_size counts), to *total, and unless free is NULL
+ *		the free space its main fork's map records to *free; for a table,
+ *		its indexes and its TOAST table (with the TOAST table's index) too.  Takes
  *		AccessShareLock on each, without waiting: returns false when one is
  *		locked away (a DDL waiting for it must not queue behind the pass).
  *		A relation dropped meanwhile counts nothing.
@@ -472,7 +472,7 @@ ttl_cap_rel_bytes(Oid relid, bool with_parts, double *total, double *free)
 				continue;
 			nblocks = smgrnblocks(RelationGetSmgr(rel), fork);
 			*total += (double) nblocks * BLCKSZ;
-			if (fork == MAIN_FORKNUM)
+			if (fork == MAIN_FORKNUM && free != NULL)
 				*free += ttl_cap_fork_free(rel, nblocks);
 		}
 	}
@@ -526,7 +526,7 @@ ttl_cap_exact_live(TtlPass *pass)
  *		record) over their rows (live and dead: a dead row's space is free
  *		only once VACUUM has recorded it).  Returns -1 when the tables are
  *		within max_bytes, or could not be measured without waiting: no cap
- *		by bytes at this pass.  *live and *trusted are the count of
+ *		by bytes at this pass.  The maps are read only for tables over it.  *live and *trusted are the count of
  *		ttl_cap_live_rows; a count not trusted is replaced by an exact one.
  *		The caller is connected to SPI, as the table's owner.
  */
@@ -543,6 +543,15 @@ ttl_cap_bytes_rows(TtlPolicy *policy, TtlPass *pass, int64 *live, bool *trusted)
 
 	foreach(lc, pass->targets)
 	{
+		if (!ttl_cap_rel_bytes(((TtlTarget *) lfirst(lc))->relid, true, &total, NULL))
+			return -1;
+	}
+	if (total <= (double) policy->max_bytes)
+		return -1;
+	/* over it: the free space and the dead rows, with the size again */
+	total = 0;
+	foreach(lc, pass->targets)
+	{
 		Oid			relid = ((TtlTarget *) lfirst(lc))->relid;
 
 		if (!ttl_cap_rel_bytes(relid, true, &total, &free))
@@ -550,8 +559,6 @@ ttl_cap_bytes_rows(TtlPolicy *policy, TtlPass *pass, int64 *live, bool *trusted)
 		dead += DatumGetInt64(DirectFunctionCall1(pg_stat_get_dead_tuples,
 												  ObjectIdGetDatum(relid)));
 	}
-	if (total <= (double) policy->max_bytes)
-		return -1;
 	if (!*trusted)
 	{
 		*live = ttl_cap_exact_live(pass);

@@ -12,7 +12,10 @@ UPDATE @extschema@.ttl_index_policy SET paused_since = now() WHERE NOT enabled;
 -- A cap on the table's size in bytes (max_bytes, cap.c: heap, TOAST and
 -- indexes, as pg_total_relation_size counts them; the oldest rows beyond
 -- the rows that fit go, whatever their age).  expire_after may be NULL
--- beside it too, for a cap alone.
+-- beside it too, for a cap alone.  Only the table's owner may set it, as
+-- every option; it runs no user code but the table's row-level security
+-- (the rows are counted as the owner, as the cap's cut is read), and its
+-- size is read from the files.
 ALTER TABLE @extschema@.ttl_index_policy
 	ADD COLUMN max_bytes bigint CHECK (max_bytes > 0),
 	DROP CONSTRAINT ttl_index_policy_expiry_check,

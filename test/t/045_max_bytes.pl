@@ -16,6 +16,9 @@
 # pass and the VACUUM that frees what it took (one round here), and as
 # much again for the index pages the cap emptied, which become reusable a
 # VACUUM or two later.
+#
+# Where Citus is installed (the 18 build): refused on a distributed table,
+# with nothing changed.
 use strict;
 use warnings;
 use FindBin;
@@ -87,4 +90,43 @@ is($node->safe_psql('postgres',
 	't', 'the view shows the cap and the rows it took');
 
 $node->stop;
+
+# --- Citus: refused on a distributed table, nothing changed ---------------
+# (each node would see only its own shards' size: docs, By bytes)
+SKIP:
+{
+	my $libdir = $node->config_data('--pkglibdir');
+	skip "Citus is not installed in $libdir", 3 unless -e "$libdir/citus.so";
+	my $coord = TtlIndex::node('citus', "shared_preload_libraries = 'citus,ttl_index'",
+		'max_worker_processes = 20', 'ttl_index.log_min_duration = -1');
+	$coord->append_conf('postgresql.conf', "citus.local_hostname = '" . $coord->host . "'");
+	$coord->reload;
+	$coord->safe_psql('postgres', 'CREATE EXTENSION citus');
+	$coord->safe_psql('postgres', sprintf(q{SELECT citus_set_coordinator_host('%s', %d)},
+		$coord->host, $coord->port));
+	$coord->safe_psql('postgres', q{
+SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true) FROM pg_dist_node WHERE groupid = 0;
+CREATE EXTENSION ttl_index;
+CREATE TABLE dist (id bigint, at timestamptz);
+SELECT create_distributed_table('dist', 'id');
+SELECT ttl_create_index('dist', 'at', interval '1 day');
+CREATE TABLE dist2 (id bigint, at timestamptz);
+SELECT create_distributed_table('dist2', 'id');
+});
+	my $before = $coord->safe_psql('postgres',
+		'SELECT p::text FROM ttl_index_policy p ORDER BY id; SELECT m::text FROM ttl_index_citus_policy m ORDER BY id');
+	my ($ret, $out, $err) = $coord->psql('postgres',
+		"SELECT ttl_alter_index('dist', 'at', max_bytes => 2097152)");
+	like($err, qr/ERROR:  max_bytes is not supported on the distributed table "dist"/,
+		'max_bytes on a distributed table: a clear error');
+	($ret, $out, $err) = $coord->psql('postgres',
+		"SELECT ttl_create_index('dist2', 'at', NULL::interval, max_bytes => 2097152)");
+	like($err, qr/ERROR:  max_bytes is not supported on the distributed table "dist2"/,
+		'and for a new policy');
+	is($coord->safe_psql('postgres',
+		'SELECT p::text FROM ttl_index_policy p ORDER BY id; SELECT m::text FROM ttl_index_citus_policy m ORDER BY id'),
+		$before, 'nothing changed: the policies and their copies for the nodes are as they were');
+	$coord->stop;
+}
+
 done_testing();

@@ -84,8 +84,10 @@
  * space to the rows that come after them, and the table stops growing.
  * While the tables are within max_bytes a pass reads nothing more.  The
  * maps are read for at most TTL_CAP_FSM_SAMPLE blocks of each relation (a
- * larger one is sampled evenly); a live-row count not trusted (above) is
- * replaced by a count of the rows, read at that pass.
+ * larger one is sampled evenly).  A live-row count not trusted (above) is
+ * replaced by PostgreSQL's estimate from the tables' density when last
+ * measured; for tables never measured, by a count of their rows when they
+ * take at most 1 GB, else the cap by bytes waits for them to be measured.
  *
  * How close it holds: the table may exceed max_bytes by the rows written
  * between a pass and the VACUUM that records the space of the rows it took
@@ -154,6 +156,12 @@
  * space map for a cap by bytes; a larger relation is sampled evenly.
  */
 #define TTL_CAP_FSM_SAMPLE		4096
+
+/*
+ * Largest tables a cap by bytes counts the rows of, when their live-row
+ * count cannot be trusted and they were never measured (1 GB).
+ */
+#define TTL_CAP_COUNT_MAX_BYTES	(1024.0 * 1024 * 1024)
 
 /*
  * ttl_cap_count_lost
@@ -443,10 +451,10 @@ ttl_cap_fork_free(Relation rel, BlockNumber nblocks)
  *		Add a relation's size, every fork of it (pg_relation_size's sum, as
  *		pg_total_relation_size counts), to *total, and unless free is NULL
  *		the free space its main fork's map records to *free; for a table,
- *		its indexes and its TOAST table (with the TOAST table's index) too.  Takes
- *		AccessShareLock on each, without waiting: returns false when one is
- *		locked away (a DDL waiting for it must not queue behind the pass).
- *		A relation dropped meanwhile counts nothing.
+ *		its indexes and its TOAST table (with the TOAST table's index)
+ *		too.  Takes AccessShareLock on each, without waiting: returns false
+ *		when one is locked away (a DDL waiting for it must not queue behind
+ *		the pass).  A relation dropped meanwhile counts nothing.
  */
 static bool
 ttl_cap_rel_bytes(Oid relid, bool with_parts, double *total, double *free)
@@ -519,6 +527,50 @@ ttl_cap_exact_live(TtlPass *pass)
 }
 
 /*
+ * ttl_cap_estimate_live
+ *		The live rows of the pass's tables as the planner estimates them:
+ *		the rows per page they had when last measured (pg_class.reltuples
+ *		over relpages) times the pages they have now.  -1 when one of them
+ *		was never measured.
+ */
+static double
+ttl_cap_estimate_live(TtlPass *pass)
+{
+	double		est = 0;
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		Oid			relid = ((TtlTarget *) lfirst(lc))->relid;
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		Form_pg_class form;
+		Relation	rel;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(tup);
+		if (form->reltuples < 0 || (form->relpages == 0 && form->reltuples > 0))
+		{
+			ReleaseSysCache(tup);
+			return -1;
+		}
+		if (form->relpages > 0)
+		{
+			/* locked by ttl_cap_rel_bytes */
+			rel = try_relation_open(relid, NoLock);
+			if (rel != NULL)
+			{
+				est += form->reltuples / form->relpages *
+					RelationGetNumberOfBlocks(rel);
+				relation_close(rel, NoLock);
+			}
+		}
+		ReleaseSysCache(tup);
+	}
+	return est;
+}
+
+/*
  * ttl_cap_bytes_rows
  *		A cap by bytes as a number of rows (see the top of the file): the
  *		rows that fit in max_bytes at the footprint the rows have now, the
@@ -526,9 +578,13 @@ ttl_cap_exact_live(TtlPass *pass)
  *		record) over their rows (live and dead: a dead row's space is free
  *		only once VACUUM has recorded it).  Returns -1 when the tables are
  *		within max_bytes, or could not be measured without waiting: no cap
- *		by bytes at this pass.  The maps are read only for tables over it.  *live and *trusted are the count of
- *		ttl_cap_live_rows; a count not trusted is replaced by an exact one.
- *		The caller is connected to SPI, as the table's owner.
+ *		by bytes at this pass.  The maps are read only for tables over it.
+ *		*live and *trusted are the count of ttl_cap_live_rows; a count not
+ *		trusted is replaced by PostgreSQL's estimate from the tables'
+ *		density when they were last measured (ttl_cap_estimate_live), else
+ *		by a count of the rows when the tables take at most 1 GB, else the
+ *		pass waits for them to be measured (cap_unmeasured).  The caller
+ *		is connected to SPI, as the table's owner.
  */
 static int64
 ttl_cap_bytes_rows(TtlPolicy *policy, TtlPass *pass, int64 *live, bool *trusted)
@@ -559,12 +615,23 @@ ttl_cap_bytes_rows(TtlPolicy *policy, TtlPass *pass, int64 *live, bool *trusted)
 		dead += DatumGetInt64(DirectFunctionCall1(pg_stat_get_dead_tuples,
 												  ObjectIdGetDatum(relid)));
 	}
+	rows = (double) Max(*live, 0);
 	if (!*trusted)
 	{
-		*live = ttl_cap_exact_live(pass);
-		*trusted = true;
+		rows = ttl_cap_estimate_live(pass);
+		if (rows < 0 && total <= TTL_CAP_COUNT_MAX_BYTES)
+		{
+			*live = ttl_cap_exact_live(pass);
+			*trusted = true;
+			rows = (double) *live;
+		}
+		else if (rows < 0)
+		{
+			pass->cap_unmeasured = true;
+			return -1;
+		}
 	}
-	rows = (double) Max(*live, 0) + (double) Max(dead, 0);
+	rows += (double) Max(dead, 0);
 	used = Max(total - free, (double) BLCKSZ);
 	if (rows <= 0)
 		return -1;

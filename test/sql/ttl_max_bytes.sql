@@ -132,6 +132,19 @@ SELECT pg_stat_force_next_flush();
 SELECT ttl_runner() > 0 AS capped;
 SELECT count(*) AS n, max(id) AS newest FROM mb.ev;
 
+-- 6. A live-row count reset (pg_stat_reset(): the counts begin again
+-- while the table keeps its rows) is not trusted: the rows are estimated
+-- from the table's density when ANALYZE last measured it.
+SELECT ttl_alter_index('mb.ev', 'at', reset => '{max_rows}') > 0;
+INSERT INTO mb.ev SELECT i, now() - interval '1 day' + i * interval '1 ms', repeat('x', 100)
+  FROM generate_series(65001, 105000) i;
+ANALYZE mb.ev;
+SELECT pg_stat_reset();
+SELECT ttl_runner() > 0 AS capped;
+SELECT max(id) = 105000 AS newest_kept, max(id) - min(id) + 1 = count(*) AS a_newest_run,
+	   count(*) < 40000 AS capped_down
+  FROM mb.ev;
+
 SET client_min_messages = warning;
 DROP SCHEMA mb CASCADE;
 DROP ROLE mb_other;

@@ -69,7 +69,7 @@ PGFILEDESC = "ttl_index - TTL indexes for PostgreSQL"
 # contrib_regression)
 REGRESS_OPTS = --inputdir=$(srcdir)/test
 REGRESS = ttl_index ttl_alter ttl_expiry_rules ttl_windows_caps ttl_anonymize ttl_edges ttl_migrate ttl_tenants ttl_engine ttl_caps_edges ttl_views_owner_code ttl_held_runner ttl_anonymize_checks ttl_ofix_extreme \
-	ttl_weekday_windows ttl_calendar ttl_preview ttl_hide_expired
+	ttl_weekday_windows ttl_calendar ttl_preview ttl_hide_expired ttl_max_bytes
 
 # isolation specs and their expected output live under test/isolation
 ISOLATION = $(sort $(basename $(notdir $(wildcard $(srcdir)/test/isolation/specs/*.spec))))

@@ -9,6 +9,20 @@
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN paused_since timestamptz;
 UPDATE @extschema@.ttl_index_policy SET paused_since = now() WHERE NOT enabled;
 
+-- A cap on the table's size in bytes (max_bytes, cap.c: heap, TOAST and
+-- indexes, as pg_total_relation_size counts them; the oldest rows beyond
+-- the rows that fit go, whatever their age).  expire_after may be NULL
+-- beside it too, for a cap alone.  Only the table's owner may set it, as
+-- every option; it runs no user code but the table's row-level security
+-- (the rows are counted as the owner, as the cap's cut is read), and its
+-- size is read from the files.
+ALTER TABLE @extschema@.ttl_index_policy
+	ADD COLUMN max_bytes bigint CHECK (max_bytes > 0),
+	DROP CONSTRAINT ttl_index_policy_expiry_check,
+	ADD CONSTRAINT ttl_index_policy_expiry_check
+		CHECK (expire_after IS NOT NULL OR max_rows IS NOT NULL OR max_bytes IS NOT NULL);
+ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN max_bytes bigint;
+
 -- hide_expired: expired rows are invisible to the table's readers from the
 -- moment they expire, through a row-level security policy the extension
 -- makes on the table (hide.c).  The Citus copy has the column so that
@@ -78,14 +92,14 @@ BEGIN
 			(id, table_schema, table_name, column_name, expire_after, batch_size, enabled,
 			 ttl_column, filter, unit, action, soft_delete_column, rate_limit,
 			 replication_origin, time_zone, filter_functions, purge_window, max_rows, set_columns,
-			 hide_expired)
+			 max_bytes, hide_expired)
 		SELECT NEW.id, n.nspname, c.relname, NEW.column_name, NEW.expire_after,
 			   NEW.batch_size, NEW.enabled, NEW.ttl_column, NEW.filter, NEW.unit,
 			   NEW.action, NEW.soft_delete_column, NEW.rate_limit,
 			   NEW.replication_origin,
 			   coalesce(NEW.time_zone, @extschema@.ttl_index_server_time_zone()),
 			   NEW.filter_functions::text[],
-			   NEW.purge_window, NEW.max_rows, NEW.set_columns, NEW.hide_expired
+			   NEW.purge_window, NEW.max_rows, NEW.set_columns, NEW.max_bytes, NEW.hide_expired
 		  FROM pg_catalog.pg_class c
 		  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		 WHERE c.oid = NEW.relid;
@@ -97,7 +111,8 @@ $$;
 -- A second ttl_create_index() on a column that has a policy keeps what it
 -- does not name: expire_after's default is NULL (left out: kept, or an
 -- error for a new policy without max_rows or ttl_column), where it was '0'.
--- hide_expired (hide.c) is the last argument: the 1.4 forms are dropped.
+-- ttl_create_index gains max_bytes (cap.c) and hide_expired (hide.c), the
+-- last arguments of each form, so the 1.4 forms go.
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
 DROP FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text);
@@ -119,6 +134,7 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
 	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL,
 	hide_expired boolean DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index'
@@ -141,6 +157,7 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
 	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL,
 	hide_expired boolean DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index_seconds'
@@ -163,16 +180,17 @@ CREATE FUNCTION @extschema@.ttl_create_index(
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
 	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL,
 	hide_expired boolean DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_create_index_text'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint, boolean) IS
 	'create the TTL policy of a table column, or change the options the call names; returns the policy id';
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, bigint, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint, boolean) IS
 	'create the TTL policy of a table column (TTL in seconds), or change the options the call names; returns the policy id';
-COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, boolean) IS
+COMMENT ON FUNCTION @extschema@.ttl_create_index(regclass, text, text, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint, boolean) IS
 	'create the TTL policy of a table column (TTL as text: ''3600'' or ''1 hour''), or change the options the call names; returns the policy id';
 
 -- ttl_alter_index changes the options it names and keeps the others
@@ -197,13 +215,14 @@ CREATE FUNCTION @extschema@.ttl_alter_index(
 	purge_window text DEFAULT NULL,
 	max_rows bigint DEFAULT NULL,
 	set_columns text DEFAULT NULL,
+	max_bytes bigint DEFAULT NULL,
 	hide_expired boolean DEFAULT NULL,
 	reset text[] DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'ttl_alter_index'
 LANGUAGE C;
 
-COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, boolean, text[]) IS
+COMMENT ON FUNCTION @extschema@.ttl_alter_index(regclass, text, interval, integer, text, text, text, text, text, regclass, integer, boolean, text, text, bigint, text, bigint, boolean, text[]) IS
 	'change the options of a TTL policy that the call names, keep the others; reset => removes options; returns the policy id';
 
 -- The views are made again for backlog_reason (below), and so that a node
@@ -325,6 +344,7 @@ CREATE VIEW @extschema@.ttl_index_stats AS
 		   coalesce(s.rows_anonymized, 0) AS rows_anonymized,
 		   CASE WHEN c.policy_id IS NOT NULL THEN NULL ELSE s.backlog_reason END AS backlog_reason,
 		   coalesce(s.rows_locked, 0) AS rows_locked,
+		   p.max_bytes,
 		   p.hide_expired
 	  FROM @extschema@.ttl_index_policy p
 	  LEFT JOIN @extschema@.ttl_index_policy_stats() s ON s.policy_id = p.id

@@ -160,13 +160,18 @@ typedef struct TtlPolicy
 	bool		filter_funcs_known; /* the filter's functions are recorded */
 	int			nfilter_funcs;
 	Oid		   *filter_funcs;	/* the functions it calls (filter.c) */
-	bool		no_expiry;		/* expire_after NULL: a cap alone (max_rows) */
+	bool		no_expiry;		/* expire_after NULL: a cap alone (max_rows,
+								 * max_bytes) */
 	char	   *purge_window;	/* as stored, or NULL (window.c) */
 	TtlWindows	windows;		/* ... read */
 	int64		max_rows;		/* 0: no cap (cap.c) */
 	char	   *set_columns;	/* TTL_ACTION_ANONYMIZE (set.c) */
+	int64		max_bytes;		/* 0: no cap by size (cap.c) */
 	bool		hide_expired;	/* row security hides expired rows (hide.c) */
 } TtlPolicy;
+
+/* the smallest max_bytes a policy takes (cap.c): 1 MB */
+#define TTL_CAP_MIN_BYTES		1048576
 
 /* types the engine passes down to the shared state: defined where noted */
 typedef struct TtlHeld TtlHeld;	/* engine/held.c */

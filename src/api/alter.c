@@ -46,7 +46,7 @@
 
 /* the arguments of ttl_create_index() and ttl_alter_index() (api.c) */
 #define ALTER_FIRST_OPTION	2
-#define ALTER_NOPTIONS		15
+#define ALTER_NOPTIONS		16
 
 /*
  * The options, in argument order from expire_after on, as the catalog's
@@ -75,6 +75,7 @@ static const struct
 	{"purge_window", "purge_window", true},
 	{"max_rows", "max_rows", true},
 	{"set_columns", "set_columns", true},
+	{"max_bytes", "max_bytes", true},
 	{"hide_expired", "hide_expired", true},
 };
 
@@ -83,6 +84,20 @@ static const struct
 #define ALTER_ARG_ACTION	8
 #define ALTER_ARG_ARCHIVE	9
 #define ALTER_ARG_SET		15
+
+/*
+ * alter_noptions
+ *		How many of the options the catalog has: all but max_bytes and
+ *		hide_expired in a 1.4 catalog (between installing this library and
+ *		ALTER EXTENSION UPDATE).
+ */
+static int
+alter_noptions(void)
+{
+	if (!ttl_catalog_has_bytes())
+		return ALTER_NOPTIONS - 2;
+	return ttl_catalog_has_hide() ? ALTER_NOPTIONS : ALTER_NOPTIONS - 1;
+}
 
 /* which arguments the current call kept from the policy (bit per argno) */
 static uint32 alter_kept = 0;
@@ -133,7 +148,7 @@ alter_resets(FunctionCallInfo fcinfo, ArrayType *reset)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("\"%s\" is not an option of a TTL policy", name),
-					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows, set_columns and hide_expired.")));
+					 errhint("The options reset may remove are expire_after, batch_size, soft_delete_column, ttl_column, filter, archive_table, rate_limit, replication_origin, purge_window, max_rows, set_columns, max_bytes and hide_expired.")));
 		if (!alter_options[j].resettable)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -176,7 +191,7 @@ alter_read_policy(Oid relid, AttrNumber attnum, Datum *values, bool *isnull)
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
-	for (int j = 0; j < ALTER_NOPTIONS; j++)
+	for (int j = 0; j < alter_noptions(); j++)
 		appendStringInfo(&sql, "%s%s", j > 0 ? ", " : "", alter_options[j].column);
 	appendStringInfo(&sql, " FROM %s WHERE relid = $1 AND attnum = $2",
 					 ttl_catalog_relname());
@@ -187,7 +202,7 @@ alter_read_policy(Oid relid, AttrNumber attnum, Datum *values, bool *isnull)
 	if (SPI_execute_with_args(sql.data, 2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the TTL policy of relation %u", relid);
 	found = SPI_processed == 1;
-	for (int j = 0; found && j < ALTER_NOPTIONS; j++)
+	for (int j = 0; found && j < alter_noptions(); j++)
 	{
 		Oid			type = SPI_gettypeid(SPI_tuptable->tupdesc, j + 1);
 		int16		typlen;
@@ -235,7 +250,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 	*expire_after = NULL;
 
 	/* a call through an older version's SQL definition changes as it did */
-	if (fcinfo->nargs < ALTER_FIRST_OPTION + ALTER_NOPTIONS || !ttl_catalog_has_rules())
+	if (fcinfo->nargs < ALTER_FIRST_OPTION + alter_noptions() || !ttl_catalog_has_rules())
 		return fcinfo;
 
 	resets = alter_resets(fcinfo, reset);
@@ -256,7 +271,7 @@ ttl_alter_keep(FunctionCallInfo fcinfo, ArrayType *reset, bool *exists,
 		alter_arg_given(fcinfo, ALTER_ARG_SET) ||
 		(resets & ((UINT32_C(1) << ALTER_ARG_SOFT) | (UINT32_C(1) << ALTER_ARG_ARCHIVE) |
 				   (UINT32_C(1) << ALTER_ARG_SET))) != 0;
-	for (int j = 0; j < ALTER_NOPTIONS; j++)
+	for (int j = 0; j < alter_noptions(); j++)
 	{
 		int			argno = j + ALTER_FIRST_OPTION;
 		bool		of_action = argno == ALTER_ARG_ACTION || argno == ALTER_ARG_SOFT ||

@@ -326,8 +326,9 @@ ttl_api_text_arg(FunctionCallInfo fcinfo, int argno)
 #define TTL_ARG_PURGE_WINDOW	13
 #define TTL_ARG_MAX_ROWS		14
 #define TTL_ARG_SET_COLUMNS		15
-#define TTL_ARG_HIDE_EXPIRED	16
-#define TTL_ARG_RESET			17	/* ttl_alter_index() only */
+#define TTL_ARG_MAX_BYTES		16
+#define TTL_ARG_HIDE_EXPIRED	17
+#define TTL_ARG_RESET			18	/* ttl_alter_index() only */
 
 /*
  * ttl_api_action_arg
@@ -389,6 +390,17 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 					 errmsg("max_rows must be a positive number of rows"),
 					 errhint("Pass NULL for no cap.")));
 	}
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_BYTES))
+	{
+		policy->max_bytes = PG_GETARG_INT64(TTL_ARG_MAX_BYTES);
+		if (policy->max_bytes < TTL_CAP_MIN_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_bytes must be at least %d bytes (1 MB), not " INT64_FORMAT,
+							TTL_CAP_MIN_BYTES, policy->max_bytes),
+					 errdetail("A table's files take tens of kilobytes before it holds a row; a smaller cap would leave it one row."),
+					 errhint("Pass NULL for no cap by size.")));
+	}
 	policy->purge_window = ttl_api_text_arg(fcinfo, TTL_ARG_PURGE_WINDOW);
 	if (policy->purge_window != NULL)
 	{
@@ -430,11 +442,12 @@ ttl_api_options(FunctionCallInfo fcinfo, TtlPolicy *policy, char **unit,
 					   policy->soft_column != NULL, "soft_delete", "soft_delete_column");
 	ttl_api_action_arg(policy->action == TTL_ACTION_ANONYMIZE,
 					   policy->set_columns != NULL, "anonymize", "set_columns");
-	if (policy->max_rows > 0 && policy->action != TTL_ACTION_DELETE &&
-		policy->action != TTL_ACTION_ARCHIVE)
+	if ((policy->max_rows > 0 || policy->max_bytes > 0) &&
+		policy->action != TTL_ACTION_DELETE && policy->action != TTL_ACTION_ARCHIVE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows is only for action 'delete' or 'archive'"),
+				 errmsg("%s is only for action 'delete' or 'archive'",
+						policy->max_rows > 0 ? "max_rows" : "max_bytes"),
 				 errdetail("%s leaves the row in the table, which would stay over its cap.",
 						   policy->action == TTL_ACTION_SOFT_DELETE ? "A soft delete" : "Anonymizing")));
 }
@@ -546,15 +559,17 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 	policy->no_expiry = expire_after == NULL;
 	policy->expire_after = expire_after ? ttl_interval_usecs(expire_after) : 0;
 	policy->expire_months = expire_after ? expire_after->month : 0;
-	if (policy->no_expiry && policy->max_rows == 0)
+	if (policy->no_expiry && policy->max_rows == 0 && policy->max_bytes == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("expire_after must not be null"),
-				 errhint("expire_after may be NULL only beside max_rows, for a cap alone.")));
-	if (policy->max_rows > 0 && (policy->ttl_column != NULL || policy->filter != NULL))
+				 errhint("expire_after may be NULL only beside max_rows or max_bytes, for a cap alone.")));
+	if ((policy->max_rows > 0 || policy->max_bytes > 0) &&
+		(policy->ttl_column != NULL || policy->filter != NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_rows cannot be combined with %s",
+				 errmsg("%s cannot be combined with %s",
+						policy->max_rows > 0 ? "max_rows" : "max_bytes",
 						policy->ttl_column != NULL ? "ttl_column" : "filter"),
 				 errdetail("A cap deletes the oldest rows of the whole table by the TTL column; %s.",
 						   policy->ttl_column != NULL ?
@@ -584,6 +599,11 @@ ttl_api_policy(FunctionCallInfo fcinfo, Interval *expire_after, TtlPolicy *polic
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the purge_window, max_rows and set_columns options of ttl_create_index need version 1.4 of the extension"),
+				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
+	if (policy->max_bytes > 0 && !ttl_catalog_has_bytes())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the max_bytes option of ttl_create_index needs version 1.5 of the extension"),
 				 errhint("Run ALTER EXTENSION ttl_index UPDATE.")));
 	if (policy->replication_origin >= 0 && !ttl_catalog_has_origin())
 		ereport(ERROR,
@@ -1018,26 +1038,27 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	bool		has_origin = current && ttl_catalog_has_origin();
 	bool		has_zone = has_origin && ttl_catalog_has_zone();
 	bool		has_rules = has_zone && ttl_catalog_has_rules();
-	bool		has_hide = has_rules && ttl_catalog_has_hide();
+	bool		has_bytes = has_rules && ttl_catalog_has_bytes();
+	bool		has_hide = has_bytes && ttl_catalog_has_hide();
 
 	/*
-	 * the 1.5 catalog has them all, 1.4 all but hide_expired (a 1.4 in the
-	 * making before purge_window all but the last four), 1.3 all but the
-	 * last six, 1.2 all but the last seven, 1.0 and 1.1 two
+	 * the 1.5 catalog has them all, 1.4 all but the last two (a 1.4 in the
+	 * making before purge_window all but the last five), 1.3 all but the
+	 * last seven, 1.2 all but the last eight, 1.0 and 1.1 two
 	 */
 	static const char *const cols[] = {"expire_after", "batch_size", "ttl_column",
 		"filter", "unit", "action", "archive_table", "soft_delete_column", "rate_limit",
 		"replication_origin", "time_zone", "filter_functions", "purge_window", "max_rows",
-	"set_columns", "hide_expired"};
-	Oid			argtypes[18] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
+	"set_columns", "max_bytes", "hide_expired"};
+	Oid			argtypes[19] = {OIDOID, NAMEOID, INTERVALOID, INT4OID, NAMEOID,
 		TEXTOID, TEXTOID, TEXTOID, OIDOID, NAMEOID, INT4OID, BOOLOID, TEXTOID,
-	TEXTARRAYOID, TEXTOID, INT8OID, TEXTOID, BOOLOID};
+	TEXTARRAYOID, TEXTOID, INT8OID, TEXTOID, INT8OID, BOOLOID};
 	int			ncols;
 	StringInfoData insert;
 	StringInfoData params;
 	StringInfoData set;
-	Datum		values[18];
-	char		nulls[18];
+	Datum		values[19];
+	char		nulls[19];
 	Datum	   *funcs;
 	NameData	colnamedata;
 	NameData	ttlnamedata;
@@ -1088,12 +1109,15 @@ ttl_api_write_policy(TtlPolicy *policy, Interval *expire_after, const char *unit
 	nulls[15] = policy->max_rows > 0 ? ' ' : 'n';
 	values[16] = policy->set_columns ? CStringGetTextDatum(policy->set_columns) : (Datum) 0;
 	nulls[16] = policy->set_columns ? ' ' : 'n';
-	values[17] = BoolGetDatum(policy->hide_expired);
+	values[17] = Int64GetDatum(policy->max_bytes);
+	nulls[17] = policy->max_bytes > 0 ? ' ' : 'n';
+	values[18] = BoolGetDatum(policy->hide_expired);
 
 	/* the catalog's columns after relid, column_name and attnum, in $3... */
-	ncols = has_hide ? lengthof(cols) : has_rules ? lengthof(cols) - 1 :
-		has_zone ? lengthof(cols) - 4 : has_origin ? lengthof(cols) - 6 :
-		current ? lengthof(cols) - 7 : 2;
+	ncols = has_hide ? lengthof(cols) : has_bytes ? lengthof(cols) - 1 :
+		has_rules ? lengthof(cols) - 2 :
+		has_zone ? lengthof(cols) - 5 : has_origin ? lengthof(cols) - 7 :
+		current ? lengthof(cols) - 8 : 2;
 	initStringInfo(&insert);
 	initStringInfo(&params);
 	initStringInfo(&set);
@@ -1221,13 +1245,14 @@ ttl_api_unnamed_ttl(FunctionCallInfo fcinfo, bool exists, Interval *kept)
 {
 	if (exists)
 		return kept;
-	if (!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_ROWS))
+	if (!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_ROWS) ||
+		!ttl_api_arg_null(fcinfo, TTL_ARG_MAX_BYTES))
 		return NULL;
 	if (ttl_api_arg_null(fcinfo, TTL_ARG_TTL_COLUMN))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("expire_after must not be null"),
-				 errdetail("A new policy needs a TTL, unless it has max_rows (a cap alone) or ttl_column (a TTL per row)."),
+				 errdetail("A new policy needs a TTL, unless it has max_rows or max_bytes (a cap alone) or ttl_column (a TTL per row)."),
 				 errhint("Give expire_after, how long a row lives after \"%s\"; 0 if the column holds each row's expiry time.",
 						 text_to_cstring(PG_GETARG_TEXT_PP(1)))));
 	return palloc0(sizeof(Interval));

@@ -703,15 +703,17 @@ ttl_worker_pass_done(TtlSchedEntry *e, TtlBatchResult *result,
 	e->row_limit = pass->row_limit;
 	e->next_check = ttl_worker_recheck_at(now);
 	/* the next pass of a capped policy counts with this one's deletes (cap.c) */
-	if (e->policy.max_rows > 0)
+	if (e->policy.max_rows > 0 || e->policy.max_bytes > 0)
 		pgstat_report_stat(true);
 	if (pass->cap_unmeasured && !e->cap_warned)
 	{
 		/* said once, until a pass can cap again */
 		ereport(WARNING,
 				(errmsg("ttl_index: the cap of %s waits for the table to be measured", relname),
+				 e->policy.max_rows > 0 ?
 				 errdetail("Its live-row count cannot be trusted (the table was never measured, or a crash, pg_stat_reset() or a promotion reset the count), and a cap of " INT64_FORMAT " rows is too large to count at each pass.",
-						   e->policy.max_rows),
+						   e->policy.max_rows) :
+				 errdetail("Its live-row count cannot be trusted (the table was never measured), and a table over 1 GB is too large to count at each pass."),
 				 errhint("Run ANALYZE on the table; autovacuum will in time.")));
 		e->cap_warned = true;
 	}

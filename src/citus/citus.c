@@ -399,6 +399,13 @@ ttl_citus_check_create(TtlPolicy *policy)
 						get_rel_name(policy->relid)),
 				 errdetail("Each node purges its own shards; the archive table would have to be on every node."),
 				 errhint("Use action \"delete\" or \"soft_delete\".")));
+	if (policy->max_bytes > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("max_bytes is not supported on the distributed table \"%s\"",
+						get_rel_name(policy->relid)),
+				 errdetail("Each node sees the size of its own shards only, not the table's."),
+				 errhint("Cap the table by rows with max_rows: that cap is the whole table's, over every node.")));
 }
 
 /*
@@ -496,7 +503,7 @@ ttl_citus_policies_sql(Oid nsp)
 					" m.expire_after, coalesce(m.batch_size, 0), m.enabled,"
 					" m.ttl_column::pg_catalog.text, m.filter, m.unit, m.action,"
 					" NULL::pg_catalog.oid, m.soft_delete_column::pg_catalog.text,"
-					" coalesce(m.rate_limit, 0), m.replication_origin, %s, %s"
+					" coalesce(m.rate_limit, 0), m.replication_origin, %s, %s, %s"
 					" FROM %s m"
 					" JOIN pg_catalog.pg_namespace n ON n.nspname = m.table_schema"
 					" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = m.table_name"
@@ -509,6 +516,8 @@ ttl_citus_policies_sql(Oid nsp)
 					get_attnum(mirror, "max_rows") != InvalidAttrNumber ?
 					"m.purge_window, m.max_rows, m.set_columns" :
 					"NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text",
+					get_attnum(mirror, "max_bytes") != InvalidAttrNumber ?
+					"m.max_bytes" : "NULL::pg_catalog.int8",
 					placement);
 }
 

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * cap.c
- *	  Size caps: at most max_rows rows in a policy's table, the oldest by
- *	  the TTL column going first, expired or not
- *	  (ttl_create_index(..., max_rows => N)).
+ *	  Size caps: at most max_rows rows, or max_bytes bytes, in a policy's
+ *	  table, the oldest by the TTL column going first, expired or not
+ *	  (ttl_create_index(..., max_rows => N), max_bytes => N).
  *
  * A cap is a second cut-off.  At a pass's first batch, the key of the
  * first row that stays is read from the policy's index; every batch of the
@@ -68,13 +68,50 @@
  * max_rows (a row with max_rows newer ones on this node alone has them in
  * the table), but the table may then keep up to max_rows per node.
  *
+ * Caps by bytes (max_bytes): the table's size is what pg_total_relation_size
+ * counts (heap, TOAST and every index, with their free space and
+ * visibility maps: what \dt+ shows and what fills a disk), summed over the
+ * tables the passes purge (a partitioned table's partitions; not a foreign
+ * one).  Deleting rows never shrinks those files: PostgreSQL reuses the
+ * space once VACUUM has recorded it in the free space map.  So a cap by
+ * bytes holds by reuse, not by shrinking: at each pass whose tables take
+ * more than max_bytes, it becomes a number of rows, those that fit in
+ * max_bytes at the footprint the rows have now (the space used, the size
+ * less the free space the maps record, over the live and dead rows: a dead
+ * row's space is free only once VACUUM has recorded it), and that many are
+ * kept as max_rows keeps them (with max_rows too, the smaller number).
+ * Once the table reached max_bytes, the rows the cap takes leave their
+ * space to the rows that come after them, and the table stops growing.
+ * While the tables are within max_bytes a pass reads nothing more.  The
+ * maps are read for at most TTL_CAP_FSM_SAMPLE blocks of each relation (a
+ * larger one is sampled evenly).  A live-row count not trusted (above) is
+ * replaced by PostgreSQL's estimate from the tables' density when last
+ * measured; for tables never measured, by a count of their rows when they
+ * take at most 1 GB, else the cap by bytes waits for them to be measured.
+ *
+ * How close it holds: the table may exceed max_bytes by the rows written
+ * between a pass and the VACUUM that records the space of the rows it took
+ * (they go to new pages until then), and by what the maps do not show as
+ * free yet: index pages the cap emptied become free to reuse a VACUUM or
+ * two later, which makes the footprint look larger for a pass or two (the
+ * cap then keeps fewer rows, never more).  It cannot shrink a table already
+ * larger than max_bytes: its rows come down to what fits, and the files
+ * stay as large until VACUUM FULL or pg_repack rewrites them, or VACUUM
+ * truncates the empty pages at their end.  Citus distributed tables are
+ * refused (each node sees only its own shards' size): max_rows is the
+ * whole table's.
+ *
  * Locking: runs in the batch's transaction; the key is read as the table's
  * owner (its row-level security applies, as to the purge), with
- * AccessShareLock on the tables read.
+ * AccessShareLock on the tables read.  A cap by bytes takes AccessShareLock
+ * on the tables, their indexes and TOAST without waiting: one locked away
+ * (a DDL waiting) leaves the cap by bytes out of that pass.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/relation.h"
 #include "catalog/pg_class.h"
@@ -85,7 +122,9 @@
 #include "utils/array.h"
 #include "executor/spi.h"
 #include "storage/bufmgr.h"
+#include "storage/freespace.h"
 #include "storage/lmgr.h"
+#include "storage/smgr.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datum.h"
@@ -95,6 +134,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/pgstat_internal.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -110,6 +150,18 @@
  * cap waits for the table to be measured.
  */
 #define TTL_CAP_MAX_WALK		1000000
+
+/*
+ * Most blocks of one relation whose free space a pass reads from the free
+ * space map for a cap by bytes; a larger relation is sampled evenly.
+ */
+#define TTL_CAP_FSM_SAMPLE		4096
+
+/*
+ * Largest tables a cap by bytes counts the rows of, when their live-row
+ * count cannot be trusted and they were never measured (1 GB).
+ */
+#define TTL_CAP_COUNT_MAX_BYTES	(1024.0 * 1024 * 1024)
 
 /*
  * ttl_cap_count_lost
@@ -374,6 +426,225 @@ ttl_cap_sql(TtlPolicy *policy, TtlPass *pass, bool newest)
 }
 
 /*
+ * ttl_cap_fork_free
+ *		The free space the free space map records for a relation's main
+ *		fork, in bytes: read for every block of a relation of up to
+ *		TTL_CAP_FSM_SAMPLE blocks, for that many blocks evenly spread over
+ *		a larger one and scaled to its size.  A relation never vacuumed has
+ *		no map: nothing free.
+ */
+static double
+ttl_cap_fork_free(Relation rel, BlockNumber nblocks)
+{
+	BlockNumber n = Min(nblocks, (BlockNumber) TTL_CAP_FSM_SAMPLE);
+	double		free = 0;
+
+	if (n == 0)
+		return 0;
+	for (BlockNumber i = 0; i < n; i++)
+		free += GetRecordedFreeSpace(rel, (BlockNumber) ((double) i * nblocks / n));
+	return free * nblocks / n;
+}
+
+/*
+ * ttl_cap_rel_bytes
+ *		Add a relation's size, every fork of it (pg_relation_size's sum, as
+ *		pg_total_relation_size counts), to *total, and unless free is NULL
+ *		the free space its main fork's map records to *free; for a table,
+ *		its indexes and its TOAST table (with the TOAST table's index)
+ *		too.  Takes AccessShareLock on each, without waiting: returns false
+ *		when one is locked away (a DDL waiting for it must not queue behind
+ *		the pass).  A relation dropped meanwhile counts nothing.
+ */
+static bool
+ttl_cap_rel_bytes(Oid relid, bool with_parts, double *total, double *free)
+{
+	Relation	rel;
+	List	   *indexes = NIL;
+	Oid			toast = InvalidOid;
+	ListCell   *lc;
+	bool		ok = true;
+
+	if (!ConditionalLockRelationOid(relid, AccessShareLock))
+		return false;
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+		return true;
+	if (RELKIND_HAS_STORAGE(rel->rd_rel->relkind))
+	{
+		for (ForkNumber fork = 0; fork <= MAX_FORKNUM; fork++)
+		{
+			BlockNumber nblocks;
+
+			if (!smgrexists(RelationGetSmgr(rel), fork))
+				continue;
+			nblocks = smgrnblocks(RelationGetSmgr(rel), fork);
+			*total += (double) nblocks * BLCKSZ;
+			if (fork == MAIN_FORKNUM && free != NULL)
+				*free += ttl_cap_fork_free(rel, nblocks);
+		}
+	}
+	if (with_parts)
+	{
+		indexes = RelationGetIndexList(rel);
+		toast = rel->rd_rel->reltoastrelid;
+	}
+	relation_close(rel, NoLock);
+	foreach(lc, indexes)
+	{
+		if (ok)
+			ok = ttl_cap_rel_bytes(lfirst_oid(lc), false, total, free);
+	}
+	list_free(indexes);
+	if (ok && OidIsValid(toast))
+		ok = ttl_cap_rel_bytes(toast, true, total, free);
+	return ok;
+}
+
+/*
+ * ttl_cap_exact_live
+ *		The live rows of the pass's tables, counted by reading them: for a
+ *		cap by bytes whose live-row count cannot be trusted (see the top of
+ *		the file).  The caller is connected to SPI, as the table's owner.
+ */
+static int64
+ttl_cap_exact_live(TtlPass *pass)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	bool		isnull;
+	Datum		d;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT 0::pg_catalog.int8");
+	foreach(lc, pass->targets)
+		appendStringInfo(&sql, " + (SELECT pg_catalog.count(*) FROM ONLY %s)",
+						 ttl_qualified_relname(((TtlTarget *) lfirst(lc))->relid));
+	if (SPI_execute(sql.data, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not count the rows of a table capped by size");
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? 0 : DatumGetInt64(d);
+}
+
+/*
+ * ttl_cap_estimate_live
+ *		The live rows of the pass's tables as the planner estimates them:
+ *		the rows per page they had when last measured (pg_class.reltuples
+ *		over relpages) times the pages they have now.  -1 when one of them
+ *		was never measured.
+ */
+static double
+ttl_cap_estimate_live(TtlPass *pass)
+{
+	double		est = 0;
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		Oid			relid = ((TtlTarget *) lfirst(lc))->relid;
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		Form_pg_class form;
+		Relation	rel;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		form = (Form_pg_class) GETSTRUCT(tup);
+		if (form->reltuples < 0 || (form->relpages == 0 && form->reltuples > 0))
+		{
+			ReleaseSysCache(tup);
+			return -1;
+		}
+		if (form->relpages > 0)
+		{
+			/* locked by ttl_cap_rel_bytes */
+			rel = try_relation_open(relid, NoLock);
+			if (rel != NULL)
+			{
+				est += form->reltuples / form->relpages *
+					RelationGetNumberOfBlocks(rel);
+				relation_close(rel, NoLock);
+			}
+		}
+		ReleaseSysCache(tup);
+	}
+	return est;
+}
+
+/*
+ * ttl_cap_bytes_rows
+ *		A cap by bytes as a number of rows (see the top of the file): the
+ *		rows that fit in max_bytes at the footprint the rows have now, the
+ *		space the tables use (their size less the free space their maps
+ *		record) over their rows (live and dead: a dead row's space is free
+ *		only once VACUUM has recorded it).  Returns -1 when the tables are
+ *		within max_bytes, or could not be measured without waiting: no cap
+ *		by bytes at this pass.  The maps are read only for tables over it.
+ *		*live and *trusted are the count of ttl_cap_live_rows; a count not
+ *		trusted is replaced by PostgreSQL's estimate from the tables'
+ *		density when they were last measured (ttl_cap_estimate_live), else
+ *		by a count of the rows when the tables take at most 1 GB, else the
+ *		pass waits for them to be measured (cap_unmeasured).  The caller
+ *		is connected to SPI, as the table's owner.
+ */
+static int64
+ttl_cap_bytes_rows(TtlPolicy *policy, TtlPass *pass, int64 *live, bool *trusted)
+{
+	double		total = 0;
+	double		free = 0;
+	double		used;
+	double		rows;
+	int64		dead = 0;
+	int64		budget;
+	ListCell   *lc;
+
+	foreach(lc, pass->targets)
+	{
+		if (!ttl_cap_rel_bytes(((TtlTarget *) lfirst(lc))->relid, true, &total, NULL))
+			return -1;
+	}
+	if (total <= (double) policy->max_bytes)
+		return -1;
+	/* over it: the free space and the dead rows, with the size again */
+	total = 0;
+	foreach(lc, pass->targets)
+	{
+		Oid			relid = ((TtlTarget *) lfirst(lc))->relid;
+
+		if (!ttl_cap_rel_bytes(relid, true, &total, &free))
+			return -1;
+		dead += DatumGetInt64(DirectFunctionCall1(pg_stat_get_dead_tuples,
+												  ObjectIdGetDatum(relid)));
+	}
+	rows = (double) Max(*live, 0);
+	if (!*trusted)
+	{
+		rows = ttl_cap_estimate_live(pass);
+		if (rows < 0 && total <= TTL_CAP_COUNT_MAX_BYTES)
+		{
+			*live = ttl_cap_exact_live(pass);
+			*trusted = true;
+			rows = (double) *live;
+		}
+		else if (rows < 0)
+		{
+			pass->cap_unmeasured = true;
+			return -1;
+		}
+	}
+	rows += (double) Max(dead, 0);
+	used = Max(total - free, (double) BLCKSZ);
+	if (rows <= 0)
+		return -1;
+	/* how many rows of this footprint fill max_bytes: at least one */
+	budget = (int64) Max(floor((double) policy->max_bytes * rows / used), 1.0);
+	ereport(DEBUG1,
+			(errmsg_internal("ttl_index: table \"%s\" takes %.0f bytes, %.0f of them free, for " INT64_FORMAT " live and " INT64_FORMAT " dead rows: " INT64_FORMAT " rows fit in " INT64_FORMAT " bytes",
+							 get_rel_name(policy->relid), total, free, *live, dead,
+							 budget, policy->max_bytes)));
+	return budget;
+}
+
+/*
  * ttl_cap_compute
  *		At the pass's first batch, once its targets are listed: whether the
  *		tables are over the cap, and if so the key below which rows go
@@ -393,15 +664,30 @@ ttl_cap_compute(TtlPolicy *policy, TtlPass *pass)
 
 	pass->cap_active = false;
 	pass->cap_unmeasured = false;
-	if (policy->max_rows <= 0 || pass->targets == NIL)
+	if ((policy->max_rows <= 0 && policy->max_bytes <= 0) || pass->targets == NIL)
 		return;
 
 	ttl_owner_enter(ttl_table_owner(policy->relid), &save);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
-	cap = policy->max_rows;
+	cap = policy->max_rows > 0 ? policy->max_rows : PG_INT64_MAX;
 	trusted = ttl_cap_live_rows(pass, &live);
-	if (ttl_citus_kind(policy->relid) == TTL_CITUS_DISTRIBUTED &&
+	if (policy->max_bytes > 0 &&
+		ttl_citus_kind(policy->relid) != TTL_CITUS_DISTRIBUTED)
+	{
+		/* both caps: the stricter holds */
+		int64		by_bytes = ttl_cap_bytes_rows(policy, pass, &live, &trusted);
+
+		if (by_bytes >= 0)
+			cap = Min(cap, by_bytes);
+	}
+	if (cap == PG_INT64_MAX)
+	{
+		/* a cap by bytes alone, the tables within it */
+		newest = false;
+		offset = -1;
+	}
+	else if (ttl_citus_kind(policy->relid) == TTL_CITUS_DISTRIBUTED &&
 		!(trusted && live == 0) && cap <= TTL_CAP_MAX_WALK &&
 		ttl_cap_global_key(policy, pass, cap))
 	{

@@ -136,6 +136,16 @@ ttl_catalog_has_rules(void)
 }
 
 /*
+ * ttl_catalog_has_bytes
+ *		Whether the policy catalog has the 1.5 column max_bytes (cap.c).
+ */
+bool
+ttl_catalog_has_bytes(void)
+{
+	return ttl_catalog_has_column("max_bytes");
+}
+
+/*
  * ttl_catalog_has_hide
  *		Whether the policy catalog has the 1.5 column hide_expired.
  */
@@ -279,6 +289,8 @@ ttl_policy_from_tuple(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	p->max_rows = isnull ? 0 : DatumGetInt64(d);
 	d = SPI_getbinval(tup, desc, 20, &isnull);
 	p->set_columns = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 21, &isnull);
+	p->max_bytes = isnull ? 0 : DatumGetInt64(d);
 	if (strcmp(action, "anonymize") == 0)
 		p->action = TTL_ACTION_ANONYMIZE;
 	MemoryContextSwitchTo(old);
@@ -310,7 +322,7 @@ ttl_load_policies(MemoryContext cxt)
 					   " expire_after, coalesce(batch_size, 0), enabled,"
 					   " ttl_column::pg_catalog.text, filter, unit, action,"
 					   " archive_table::pg_catalog.oid, soft_delete_column::pg_catalog.text,"
-					   " coalesce(rate_limit, 0), %s, %s, %s"
+					   " coalesce(rate_limit, 0), %s, %s, %s, %s"
 					   " FROM %s ORDER BY id",
 					   ttl_catalog_has_origin() ? "replication_origin" : "NULL::pg_catalog.bool",
 					   ttl_catalog_has_zone() ?
@@ -319,6 +331,7 @@ ttl_load_policies(MemoryContext cxt)
 					   ttl_catalog_has_rules() ?
 					   "purge_window, max_rows, set_columns" :
 					   "NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text",
+					   ttl_catalog_has_bytes() ? "max_bytes" : "NULL::pg_catalog.int8",
 					   catalog);
 	else
 		sql = psprintf("SELECT id, relid::pg_catalog.oid, attnum, column_name::pg_catalog.text,"
@@ -326,7 +339,8 @@ ttl_load_policies(MemoryContext cxt)
 					   " NULL::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.text,"
 					   " 'delete'::pg_catalog.text, NULL::pg_catalog.oid, NULL::pg_catalog.text, 0,"
 					   " NULL::pg_catalog.bool, NULL::pg_catalog.text, NULL::pg_catalog.text[],"
-					   " NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text"
+					   " NULL::pg_catalog.text, NULL::pg_catalog.int8, NULL::pg_catalog.text,"
+					   " NULL::pg_catalog.int8"
 					   " FROM %s ORDER BY id", catalog);
 	ret = SPI_execute(sql, true, 0);
 	if (ret != SPI_OK_SELECT)
@@ -470,7 +484,8 @@ ttl_policy_equal(TtlPolicy *a, TtlPolicy *b)
 		ttl_str_equal(a->soft_column, b->soft_column) &&
 		a->no_expiry == b->no_expiry && a->max_rows == b->max_rows &&
 		ttl_str_equal(a->purge_window, b->purge_window) &&
-		ttl_str_equal(a->set_columns, b->set_columns);
+		ttl_str_equal(a->set_columns, b->set_columns) &&
+		a->max_bytes == b->max_bytes;
 }
 
 /*

@@ -21,6 +21,7 @@ extern bool ttl_catalog_is_current(void);
 extern bool ttl_catalog_has_origin(void);
 extern bool ttl_catalog_has_zone(void);
 extern bool ttl_catalog_has_rules(void);
+extern bool ttl_catalog_has_bytes(void);
 extern bool ttl_catalog_has_hide(void);
 extern bool ttl_catalog_paused_since(int32 policy_id, TimestampTz *since);
 extern char *ttl_catalog_pause_sql(const char *enabled);

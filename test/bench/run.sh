@@ -28,6 +28,9 @@
 #      worker (set_columns), beside the equivalent plain UPDATE
 #  12. a size cap under steady inserts: a table capped at 100,000 rows while
 #      pgbench inserts 2,000 rows/s, its row count sampled every 200 ms
+#  13. a size cap by bytes under steady inserts: a table capped at 16 MB
+#      (max_bytes) while pgbench inserts 2,000 rows/s, its
+#      pg_total_relation_size sampled every 200 ms (autovacuum_naptime 5 s)
 #
 # Each scenario prints a table, its target and whether it is met; the end
 # prints a summary and the machine.  Results (a TSV per scenario, the log of
@@ -85,11 +88,13 @@ if [ $smoke = 1 ]; then
 	s5_sizes="100"; s5_secs=5; s6_sizes="1 10 100"; s6_reps=2; s8_sizes="20000"; s8_secs=5
 	s9_rate=5000; s9_secs=4; s10_rows=20000; s10_toast_rows=4000; s10_runs=1
 	s11_rows=20000; s12_cap=2000; s12_rate=500; s12_secs=4
+	s13_cap=$((2 * 1024 * 1024)); s13_rate=500; s13_secs=6
 else
 	s1_rows=3000000; s2_secs=30; s3_rows=8000000; s3_secs=120; s4_rows=4000000; s4_secs=20; s4_win=1; s4_runs=5
 	s5_sizes="1000 10000"; s5_secs=60; s6_sizes="1 100 1000 10000"; s6_reps=3; s8_sizes="1000000 10000000"; s8_secs=30
 	s9_rate=20000; s9_secs=40; s10_rows=1000000; s10_toast_rows=100000; s10_runs=3
 	s11_rows=1000000; s12_cap=100000; s12_rate=2000; s12_secs=30
+	s13_cap=$((16 * 1024 * 1024)); s13_rate=2000; s13_secs=40
 fi
 s1_expired=$((s1_rows * 8 / 10))
 s3_small=20
@@ -1311,8 +1316,74 @@ SQL
 	sql "DROP TABLE s12_cap" >/dev/null
 }
 
+# ---------------------------------------------------------------- 13
+s13() {
+	local cap=$s13_cap rate=$s13_rate secs=$s13_secs n p50 p99 max tps inserted rows newest bound
+	echo
+	echo "== 13. a size cap by bytes under steady inserts: max_bytes => $(fmt $cap), pgbench inserts about $(fmt $rate) rows/s (10 per transaction) for $secs s; pg_total_relation_size every 200 ms; autovacuum_naptime 5 s"
+	# autovacuum comes often enough to be seen in the run: the cap holds by
+	# the reuse of the space VACUUM records (docs/expiry-rules.md, By bytes)
+	sql "ALTER SYSTEM SET autovacuum_naptime = '5s'" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	# filled to 90% of the cap, so that the inserts take it over the cap
+	Q >/dev/null <<SQL
+CREATE TABLE s13_cap (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), payload text);
+DO \$\$
+DECLARE
+	n int := 0;
+BEGIN
+	-- keys of their own, older than the inserts' (rows sharing a key are
+	-- never capped: the cut would take them all)
+	WHILE pg_total_relation_size('s13_cap') < $cap * 0.9 LOOP
+		INSERT INTO s13_cap (at, payload)
+		SELECT now() - interval '1 day' + (n + g) * interval '1 ms', repeat('p', 100) FROM generate_series(1, 1000) g;
+		n := n + 1000;
+	END LOOP;
+END \$\$;
+SELECT ttl_create_index('s13_cap', 'at', NULL, max_bytes => $cap);
+SQL
+	worker on
+	cat > "$dir/s13.sql" <<'SQL'
+INSERT INTO s13_cap (payload) SELECT repeat('p', 100) FROM generate_series(1, 10);
+SQL
+	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
+		-f "$dir/s13.sql" bench > "$dir/s13.pgbench" 2>&1 &
+	local pgb=$!
+	sql "CALL bench_sample_query(13, 's13_cap', 'SELECT pg_total_relation_size(''s13_cap'')::float8', $secs)"
+	wait $pgb || { cat "$dir/s13.pgbench"; die "scenario 13: pgbench failed"; }
+	sql "COPY (SELECT round(t::numeric, 3), age::bigint FROM bench_sample WHERE scenario = 13 ORDER BY t) TO STDOUT" |
+		{ printf 't_s\tbytes\n'; cat; } > "$out/s13_bytes.tsv"
+	n=$(($(wc -l < "$out/s13_bytes.tsv") - 1))
+	p50=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 50)
+	p99=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 99)
+	max=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 100)
+	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s13.pgbench")
+	inserted=$(calc "$tps * 10" 0)
+	rows=$(sql "SELECT count(*) FROM s13_cap")
+	# the rows kept are the newest: a run of ids that ends at the last one
+	newest=$(sql "SELECT max(id) - min(id) + 1 = count(*) AND max(id) = (SELECT last_value FROM s13_cap_id_seq) FROM s13_cap")
+	[ "$newest" = t ] || die "scenario 13: the rows kept are not the newest"
+	printf '%-34s %s\n' "inserted rows/s (pgbench)" "$(fmt "$inserted")"
+	printf '%-34s %s\n' "rows capped by the worker" "$(fmt "$(sql "SELECT rows_capped FROM ttl_index_stats WHERE table_name = 's13_cap'::regclass")")"
+	printf '%-34s %s\n' "rows in the table at the end" "$(fmt "$rows")"
+	printf '%-34s %s\n' "samples" "$n"
+	printf '%-34s %9s %9s %9s\n' "table size, MB" p50 p99 max
+	printf '%-34s %9s %9s %9s\n' "(cap $(calc "$cap / 1048576" 1) MB)" "$(calc "$p50 / 1048576" 2)" "$(calc "$p99 / 1048576" 2)" "$(calc "$max / 1048576" 2)"
+	printf 'p50\tp99\tmax\tcap\tinserted_rows_per_s\trows_at_end\n%s\t%s\t%s\t%s\t%s\t%s\n' "$p50" "$p99" "$max" "$cap" "$inserted" "$rows" > "$out/s13_summary.tsv"
+	# the bound docs/expiry-rules.md (By bytes) gives: the rows written
+	# until VACUUM records the space of those a pass took, with autovacuum
+	# at its default threshold (a fifth of the table dead) and a naptime of
+	# 5 s: a fifth of the cap, plus 10 s of inserts at the rows' footprint
+	bound=$(calc "$cap * 1.2 + 10 * $inserted * $cap / $rows" 0)
+	target 13 "byte cap, max size (MB)" "$(calc "$max / 1048576" 2)" "<= $(calc "$bound / 1048576" 2)" \
+		"$([ $smoke = 1 ] && echo na || le "$max" "$bound")"
+	sql "DROP TABLE s13_cap" >/dev/null
+	sql "ALTER SYSTEM RESET autovacuum_naptime" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+}
+
 # ---------------------------------------------------------------- run
-for s in 1 10 2 3 4 5 6 8 9 11 12; do
+for s in 1 10 2 3 4 5 6 8 9 11 12 13; do
 	if [[ " $only " == *" $s "* ]] || { [ $s = 3 ] && [[ " $only " == *" 7 "* ]]; }; then
 		t=$(date +%s)
 		s$s

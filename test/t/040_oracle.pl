@@ -623,6 +623,33 @@ sub check_case
 			push @f, "row $id is $what but must go ($e->{why}): " . rowtxt($a);
 		}
 	}
+	# a cap by bytes over its table (padded rows): the rows it took are all
+	# older than every row it kept, the kept rows a newest run (OracleModel,
+	# READING)
+	if ($c->{max_bytes} && $c->{pad} && !$policy_error)
+	{
+		my ($oldest_kept, $newest_capped);
+		for my $r (@{ $c->{rows} })
+		{
+			next unless defined $r->{k};
+			my $e = $exp->{ $r->{id} };
+			my $key = OracleModel::order_key($c, $r->{k});
+			if ($after->{ $r->{id} })
+			{
+				next if $e->{fate} =~ /^(held|wait)$/ || $c->{locked}{ $r->{id} };
+				$oldest_kept = $key
+				  if !defined $oldest_kept || OracleModel::cmp_keys($key, $oldest_kept) < 0;
+			}
+			elsif ($e->{why} eq 'capped' && $e->{age_fate} eq 'stay')
+			{
+				$newest_capped = $key
+				  if !defined $newest_capped || OracleModel::cmp_keys($key, $newest_capped) > 0;
+			}
+		}
+		push @f, "the cap by bytes took a row with key @$newest_capped, not older than a row it kept (@$oldest_kept)"
+		  if defined $oldest_kept && defined $newest_capped
+		  && OracleModel::cmp_keys($newest_capped, $oldest_kept) >= 0;
+	}
 	# the counters equal what left or changed in the table
 	my $ok_passes = ($s{passes} // 0) >= 2 || $waiting || ($s{errors} // 0) >= 2
 	  || !OracleModel::window_open($c, $t1);

@@ -30,6 +30,15 @@
 #   - with ttl_column on a timestamp key, column + ttl_column is read in
 #     the zone either before or after the addition; where the two readings
 #     disagree about a row's fate the row may go.
+#   - max_bytes (at least 1 MB): a case's table without padding is far
+#     below it (at most a few thousand rows of a few columns: under 300
+#     kB), and the cap takes no row.  With padding (each row TOASTed,
+#     incompressible bytes, the table about 2 MB), how many rows fit is
+#     the engine's reading of the files ("the footprint the rows have
+#     now"), which the model cannot know: each row the cap may take is
+#     "may", but the rows with the newest key always stay (at least one
+#     row fits), and the checker asserts that the rows the cap took are
+#     all older than every row it kept (the kept rows are a newest run).
 #   - on Citus the model is the same: a distributed table's rows, cap and
 #     windows are the table's (README, Citus), whatever the node holding
 #     a row and its clock's zone.
@@ -474,6 +483,29 @@ sub expect
 			}
 		}
 	}
+	# the cap by bytes: over it (padded rows), each row it may take is
+	# "may", but the rows with the newest key, which always fit
+	if (defined $c->{max_bytes} && $c->{pad} && $open0 && $open1)
+	{
+		my @nn = sort { cmp_keys($b->[1], $a->[1]) }
+		  map { [ $_->{id}, order_key($c, $_->{k}) ] }
+		  grep { defined $_->{k} } @{ $c->{rows} };
+		for my $x (@nn)
+		{
+			next unless cmp_keys($x->[1], $nn[0][1]) < 0;
+			my $o = $out{ $x->[0] };
+			my $r = $byid{ $x->[0] };
+			next if $o->{why} eq 'refused' || $o->{why} eq 'referenced';
+			if (($r->{hold} && $c->{refuse}) || $r->{ref})
+			{
+				$o->{why} = $r->{ref} ? 'referenced' : 'refused';
+				$o->{age_fate} = 'may';
+				next;
+			}
+			if ($o->{fate} eq 'stay') { $o->{fate} = 'may'; $o->{why} = 'capped'; }
+			elsif ($o->{fate} eq 'may' && $o->{why} eq '') { $o->{why} = 'capped or expired'; }
+		}
+	}
 	# rows refused or referenced stay, and are held; behind a closed
 	# window no pass tries them: they wait with the others
 	for my $o (values %out)
@@ -574,8 +606,16 @@ sub gen_case
 		$c->{max_rows} = pick([ 1, 2, 3, 5, 10, 25, 1000 ]);
 	}
 	my $cap = defined $c->{max_rows};
+	# a cap by bytes (not on Citus: refused there), beside max_rows or not;
+	# padded rows take the table over it
+	if ($act =~ /^(delete|archive)$/ && !$citus && !$API_14 && chance(0.2))
+	{
+		$c->{max_bytes} = 1048576;
+		$c->{pad} = chance(0.6);
+	}
+	my $bcap = defined $c->{max_bytes};
 	$c->{ttl} = pick([ 0, 60, 3600, 86400, 7 * 86400, 30 * 86400 ]);
-	$c->{ttl} = undef if $cap && chance(0.4);
+	$c->{ttl} = undef if ($cap || $bcap) && chance(0.4);
 	$c->{ttl_form} = pick([qw(seconds interval text)]);
 	# calendar months (Months and years), beside no per-row TTL
 	if (defined $c->{ttl} && !$API_14 && chance(0.25))
@@ -583,11 +623,11 @@ sub gen_case
 		$c->{ttl_months} = pick([ 1, 1, 2, 12, 13 ]);
 		$c->{ttl_form} = pick([qw(interval text)]);
 	}
-	if (($kt eq 'timestamptz' || $kt eq 'timestamp') && !$cap && !$c->{ttl_months} && chance(0.2))
+	if (($kt eq 'timestamptz' || $kt eq 'timestamp') && !$cap && !$bcap && !$c->{ttl_months} && chance(0.2))
 	{
 		$c->{ttl_column} = pick([qw(integer bigint interval)]);
 	}
-	$c->{filter} = pick([ 'f', 'f IS TRUE', 'coalesce(f, false)' ]) if !$cap && chance(0.25);
+	$c->{filter} = pick([ 'f', 'f IS TRUE', 'coalesce(f, false)' ]) if !$cap && !$bcap && chance(0.25);
 	$c->{batch_size} = pick([ 7, 50, 500 ]) if chance(0.3);
 	# hide_expired: not for a cap alone, an anonymize or a Citus table
 	# (refused there), nor on 1.4
@@ -597,6 +637,9 @@ sub gen_case
 	my @shapes = $citus ? qw(plain plain plain range_id list_grp hash_id) : qw(plain plain plain range_id list_grp hash_id sub inherit);
 	push @shapes, 'foreign' if $HAVE_FDW && !$citus;
 	push @shapes, 'range_key', 'range_key' if $kt eq 'timestamptz';
+	# (a cap by bytes counts no foreign partition: the rows kept there
+	# would not be a newest run)
+	@shapes = grep { $_ ne 'foreign' } @shapes if $bcap;
 	$c->{shape} = pick(\@shapes);
 	$c->{dropped} = chance(0.2);
 	$c->{shuffle} = chance(0.3);
@@ -698,7 +741,7 @@ sub gen_case
 	my $ttl_eff = $c->{ttl} // 0;
 	my @classes = (('old') x 30, ('fresh') x 30, ('null') x 7, ('inf') x 3, ('-inf') x 3,
 		('sentinel') x 4, ('tie') x 10);
-	push @classes, ('band') x 5 unless $cap;
+	push @classes, ('band') x 5 unless $cap || $bcap;
 	push @classes, ('nan') x 2 if $kt =~ /float8|numeric/;
 	my $id = 0;
 	my $last_k;
@@ -778,6 +821,7 @@ sub gen_case
 		"note text", "amount numeric(5,2)", "at0 timestamp(0)", "vc varchar(10)", "dom ora_dom", "sd timestamptz");
 	push @cols, "rttl $c->{ttl_column}" if $c->{ttl_column};
 	push @cols, "junk integer" if $c->{dropped};
+	push @cols, "pad bytea" if $c->{pad};
 	if ($c->{shuffle})
 	{
 		for my $i (reverse 1 .. $#cols) { my $j = int(rand($i + 1)); @cols[ $i, $j ] = @cols[ $j, $i ]; }
@@ -841,6 +885,9 @@ sub gen_case
 	$sql .= "SELECT create_distributed_table('$t', 'id', shard_count => $c->{shards});\n" if $citus;
 	my @ic = qw(id k f hold grp note amount at0 vc dom sd);
 	push @ic, 'rttl' if $c->{ttl_column};
+	push @ic, 'pad' if $c->{pad};
+	# about 2 MB of incompressible bytes over the rows, TOASTed
+	my $padn = $c->{pad} ? int(2 * 1048576 / 16 / @{ $c->{rows} }) + 1 : 0;
 	my %byt;
 	for my $r (@{ $c->{rows} })
 	{
@@ -848,7 +895,8 @@ sub gen_case
 		my $rt = $c->{ttl_column} && defined $r->{rttl} && $c->{ttl_column} eq 'interval' ? "$r->{rttl} seconds" : $r->{rttl};
 		push @{ $byt{$into} }, '(' . join(', ', $r->{id}, sqlq($r->{k}), defined $r->{f} ? ($r->{f} ? 'true' : 'false') : 'NULL',
 			$r->{hold} ? 'true' : 'false', $r->{grp}, sqlq($r->{note}), sqlq($r->{amount}), sqlq($r->{at0}), sqlq($r->{vc}),
-			sqlq($r->{dom}), sqlq($r->{sd}), $c->{ttl_column} ? (sqlq($rt)) : ()) . ')';
+			sqlq($r->{dom}), sqlq($r->{sd}), $c->{ttl_column} ? (sqlq($rt)) : (),
+			$c->{pad} ? ("(SELECT string_agg(decode(md5($r->{id} || '-' || g), 'hex'), '') FROM generate_series(1, $padn) g)") : ()) . ')';
 	}
 	for my $into (sort keys %byt)
 	{
@@ -891,6 +939,7 @@ sub gen_case
 	push @opt, "ttl_column => 'rttl'" if $c->{ttl_column};
 	push @opt, "filter => \$\$$c->{filter}\$\$" if $c->{filter};
 	push @opt, "max_rows => $c->{max_rows}" if $cap;
+	push @opt, "max_bytes => $c->{max_bytes}" if $bcap;
 	push @opt, "purge_window => '$c->{window}'" if $c->{window};
 	push @opt, "batch_size => $c->{batch_size}" if $c->{batch_size};
 	push @opt, "archive_table => '${t}_arch'" if $act eq 'archive';
@@ -948,6 +997,7 @@ sub gen_case
 	$c->{summary} = join(', ', ($citus ? "Citus, $c->{shards} shards" : ()), "key $kt" . ($c->{unit} ? " unit $c->{unit}" : '') . ($wall ? " zone $c->{zone}" . ($c->{tz_option} ? ' (option)' : ' (session)') : ''),
 		"shape $sh" . ($c->{dropped} ? ' +dropped column' : '') . ($c->{shuffle} ? ' +column order' : ''),
 		"action $act", 'ttl ' . ($c->{ttl_months} ? "$c->{ttl_months} months + " : '') . ($c->{ttl} // 'NULL'), ($cap ? "max_rows $c->{max_rows}" : ()),
+		($bcap ? "max_bytes $c->{max_bytes}" . ($c->{pad} ? ' (padded over it)' : '') : ()),
 		($c->{ttl_column} ? "ttl_column $c->{ttl_column}" : ()), ($c->{filter} ? 'filter' : ()),
 		($c->{window} ? "window $c->{window}" . ($c->{window_zone} ? " in $c->{window_zone}" : '') : ()), ($c->{refuse} ? "refuse $c->{nrefuse} ($c->{refuse}" . ($c->{deferred} ? ', deferred' : '') . ')' : ()),
 		($c->{fk} ? 'fk' : ()), ($c->{hide} ? 'hide_expired' : ()), ($c->{dst} ? "dst $c->{dst}" : ()), ($c->{second_call} ? ($c->{second_call} eq 'alter' ? 'second call (ttl_alter_index)' : 'second call') : ()),

@@ -223,7 +223,7 @@ while (my $line = <$fh>)
 close $fh;
 is_deeply([ sort keys %query ],
 	[ sort qw(ttl ttl_index ttl_index_expired ttl_index_in ttl_index_last_run_age ttl_index_lag
-		ttl_index_max ttl_index_next_expiry ttl_index_next_window ttl_index_workers) ],
+		ttl_index_max ttl_index_max_size ttl_index_next_expiry ttl_index_next_window ttl_index_workers) ],
 	'exporter file has its queries');
 my @counters = grep { $usage{$_} eq 'COUNTER' } sort keys %usage;
 is_deeply([ grep { !/_total$/ } @counters ], [], 'every counter of the exporter ends in _total');

@@ -31,19 +31,24 @@ ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN max_bytes bigint;
 ALTER TABLE @extschema@.ttl_index_policy ADD COLUMN hide_expired boolean NOT NULL DEFAULT false;
 ALTER TABLE @extschema@.ttl_index_citus_policy ADD COLUMN hide_expired boolean NOT NULL DEFAULT false;
 
--- True only inside ttl_index's own purge statement in this backend
+-- True only inside ttl_index's own purge statement on that table in this
+-- backend, and only for the role the statement runs as, the table's owner
 -- (statement.c): the row-level security policy of hide_expired lets the
 -- purge see the expired rows it deletes even where the table forces row
--- security on its owner, as the worker runs.  Everyone may execute it: it
--- is part of every reader's policy expression, reads nothing and runs no
--- user code; it cannot be made true from SQL.
-CREATE FUNCTION @extschema@.ttl_index_purging()
+-- security on its owner, as the worker runs.  Code the purge reaches that
+-- reads another table, or runs as another role (a SECURITY DEFINER
+-- function, the triggers of a table a foreign key cascades into), gets
+-- false.  Everyone may execute it: it is part of every reader's policy
+-- expression, reads nothing and runs no user code; nothing in SQL sets it.
+-- PARALLEL SAFE: a parallel worker answers false, as its leader does for
+-- every query but the purge's, which is planned without parallel workers.
+CREATE FUNCTION @extschema@.ttl_index_purging(regclass)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'ttl_index_purging'
-LANGUAGE C STABLE PARALLEL SAFE;
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
-COMMENT ON FUNCTION @extschema@.ttl_index_purging() IS
-	'true only inside ttl_index''s purge statement: lets the hide_expired row security policy show it the expired rows';
+COMMENT ON FUNCTION @extschema@.ttl_index_purging(regclass) IS
+	'true only inside ttl_index''s purge statement on that table, as its owner: lets the hide_expired row security policy show it the expired rows';
 
 -- On a Citus coordinator, a policy without a zone of its own (a
 -- timestamptz or epoch key) goes to the nodes with the coordinator's zone.

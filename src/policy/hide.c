@@ -25,11 +25,15 @@
  *	  permissive policy: its own decide who sees what, as before.
  *
  * Removing (hide_expired => false, reset, ttl_drop_index) drops the
- * restrictive policy of that column; when no ttl_index_hide_expired_*
- * remains, ttl_index_allow goes, and row security is disabled if no other
- * policy is left on the table (a policy the owner added since keeps it
- * enabled: never widen access).  A policy is found by its name's prefix and
- * its dependency on the column (pg_depend), so a renamed column is found.
+ * restrictive policy of that column; when no hiding policy remains and no
+ * other policy is left on the table, ttl_index_allow goes and row security
+ * is disabled.  A policy the owner added since keeps both as they are
+ * (with a NOTICE): dropping ttl_index_allow would leave the readers only
+ * what the owner's policies grant, nothing if they are all restrictive;
+ * disabling row security would widen access.  Access after the removal is
+ * access before hide_expired.  A hiding policy is found by its dependencies
+ * (pg_depend): on the column, so a renamed column is found, and on
+ * ttl_index_purging(), so a policy the owner renamed is found too.
  *
  * The expression is plain SQL, schema-qualified, with the worker's rule
  * (expiry.c, statement.c): a row is hidden exactly when a pass starting at
@@ -45,9 +49,11 @@
  *	  exact to the microsecond);
  *	- a NULL key never expires: visible; a filter: a row it does not
  *	  select (false or NULL) never expires: visible.
- *	- ttl_index_purging(): true only inside the purge's statement
- *	  (statement.c), so that FORCE ROW LEVEL SECURITY on a table does not
- *	  hide its expired rows from the worker, which runs as the owner.
+ *	- ttl_index_purging(<this table>): true only inside the purge's
+ *	  statement on this table, for the role it runs as (statement.c), so
+ *	  that FORCE ROW LEVEL SECURITY on a table does not hide its expired
+ *	  rows from the worker, which runs as the owner, while no other
+ *	  table's purge and no code running as another role sees them.
  * The parts are ORed, so the policy's qual is a filter on the rows a query
  * reads, never an index condition of its own: the query's own conditions
  * choose the index (a range on the key still scans the btree).  A bound
@@ -242,8 +248,11 @@ ttl_hide_visible_sql(TtlPolicy *policy, TtlTarget *t)
 						 hide_limit_sql(policy));
 	else
 		appendStringInfo(&buf, "(%s OPERATOR(pg_catalog.>=) %s)", key, hide_limit_sql(policy));
-	appendStringInfo(&buf, " OR %s.ttl_index_purging())",
-					 quote_identifier(get_namespace_name(ttl_catalog_namespace(false))));
+	/* the table by name: a regclass constant, which a dump writes by name */
+	appendStringInfo(&buf, " OR %s.ttl_index_purging(CAST(%s AS pg_catalog.regclass)))",
+					 quote_identifier(get_namespace_name(ttl_catalog_namespace(false))),
+					 quote_literal_cstr(quote_qualified_identifier(get_namespace_name(get_rel_namespace(t->relid)),
+																   get_rel_name(t->relid))));
 	return buf.data;
 }
 
@@ -290,6 +299,14 @@ ttl_hide_check(TtlPolicy *policy, Relation rel)
 							format_procedure(policy->filter_funcs[i])),
 					 errdetail("The row-level security policy runs in every reader's session, as the reader: it would run the table owner's function as each of them."),
 					 errhint("Write the filter with built-in functions and operators only.")));
+	/* a cast to a domain runs its constraints, which may call anything */
+	if (policy->filter != NULL &&
+		ttl_filter_runs_user_code(ttl_filter_parse(rel, policy->filter, true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hide_expired cannot be combined with a filter that runs code outside pg_catalog"),
+				 errdetail("The filter casts to a domain, whose constraints may call any function; the row-level security policy runs in every reader's session, as the reader."),
+				 errhint("Write the filter with built-in functions, operators and types only.")));
 	if (!rel->rd_rel->relrowsecurity)
 	{
 		int64		n;
@@ -308,11 +325,34 @@ ttl_hide_check(TtlPolicy *policy, Relation rel)
 }
 
 /*
+ * hide_ours_sql
+ *		A condition on pg_policy p: the policy calls ttl_index_purging(),
+ *		that is, the extension made it as a hiding policy (found so when
+ *		the owner renamed it, too).
+ */
+static char *
+hide_ours_sql(void)
+{
+	char	   *fn = psprintf("%s.ttl_index_purging(pg_catalog.regclass)",
+							  quote_identifier(get_namespace_name(ttl_catalog_namespace(false))));
+
+	return psprintf(" AND EXISTS (SELECT FROM pg_catalog.pg_depend f"
+					" WHERE f.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass"
+					" AND f.objid = p.oid"
+					" AND f.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+					" AND f.refobjid = pg_catalog.to_regprocedure(%s))",
+					quote_literal_cstr(fn));
+}
+
+/*
  * hide_remove_one
  *		Drop the restrictive policy of column attnum on relid, if the
- *		extension made one; then, if it was the last, ttl_index_allow, and
- *		row security if the extension enabled it and no policy is left.
- *		Connected to SPI, in the parse environment.
+ *		extension made one; then, if it was the last, ttl_index_allow and
+ *		row security, when the extension enabled it and no other policy is
+ *		left.  With other policies left (the owner's), both stay: dropping
+ *		ttl_index_allow would leave the table's readers only what those
+ *		policies grant, none at all if they are all restrictive.  Connected
+ *		to SPI, in the parse environment.
  */
 static void
 hide_remove_one(Oid relid, AttrNumber attnum)
@@ -321,19 +361,18 @@ hide_remove_one(Oid relid, AttrNumber attnum)
 	Datum		values[2];
 	char	   *qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 													  get_rel_name(relid));
+	char	   *ours = hide_ours_sql();
 	List	   *names = NIL;
 	ListCell   *lc;
-	bool		had_allow;
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = Int16GetDatum(attnum);
-	if (SPI_execute_with_args("SELECT p.polname::pg_catalog.text FROM pg_catalog.pg_policy p"
-							  " JOIN pg_catalog.pg_depend d"
-							  " ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass"
-							  " AND d.objid = p.oid AND d.refobjid = p.polrelid"
-							  " AND d.refobjsubid = $2"
-							  " WHERE p.polrelid = $1 AND p.polname::pg_catalog.text"
-							  " OPERATOR(pg_catalog.^@) '" HIDE_PREFIX "'",
+	if (SPI_execute_with_args(psprintf("SELECT p.polname::pg_catalog.text FROM pg_catalog.pg_policy p"
+									   " JOIN pg_catalog.pg_depend d"
+									   " ON d.classid = 'pg_catalog.pg_policy'::pg_catalog.regclass"
+									   " AND d.objid = p.oid AND d.refobjid = p.polrelid"
+									   " AND d.refobjsubid = $2"
+									   " WHERE p.polrelid = $1%s", ours),
 							  2, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the policies of relation %u", relid);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -343,21 +382,26 @@ hide_remove_one(Oid relid, AttrNumber attnum)
 	if (names == NIL)
 		return;
 
+	if (hide_count(psprintf("SELECT count(*) FROM pg_catalog.pg_policy p WHERE p.polrelid = $1%s",
+							ours), relid) > 0)
+		return;
 	if (hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1"
-				   " AND polname::pg_catalog.text OPERATOR(pg_catalog.^@) '" HIDE_PREFIX "'",
-				   relid) > 0)
+				   " AND polname = '" HIDE_ALLOW "'", relid) == 0)
 		return;
-	had_allow = hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1"
-						   " AND polname = '" HIDE_ALLOW "'", relid) > 0;
-	if (!had_allow)
-		return;
-	hide_exec(psprintf("DROP POLICY " HIDE_ALLOW " ON %s", qualname));
-	if (hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1", relid) == 0)
-		hide_exec(psprintf("ALTER TABLE %s DISABLE ROW LEVEL SECURITY", qualname));
-	else
+	if (hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1"
+				   " AND polname <> '" HIDE_ALLOW "'", relid) > 0)
+	{
 		ereport(NOTICE,
-				(errmsg("row-level security stays enabled on table \"%s\"", get_rel_name(relid)),
-				 errdetail("The table has policies other than ttl_index's.")));
+				(errmsg("row-level security and policy \"%s\" stay on table \"%s\"",
+						HIDE_ALLOW, get_rel_name(relid)),
+				 errdetail("The table has policies other than ttl_index's; without \"%s\" its readers would see only what those grant.",
+						   HIDE_ALLOW),
+				 errhint("Drop policy \"%s\" yourself if the table's own policies are to decide alone.",
+						 HIDE_ALLOW)));
+		return;
+	}
+	hide_exec(psprintf("DROP POLICY " HIDE_ALLOW " ON %s", qualname));
+	hide_exec(psprintf("ALTER TABLE %s DISABLE ROW LEVEL SECURITY", qualname));
 }
 
 /*

@@ -72,12 +72,17 @@
  * and not kept: a SELECT, so no trigger, rule or foreign-key action runs.
  *
  * hide_expired (hide.c).  While the statement runs, ttl_index_purging()
- * is true in this backend: the row-level security policy of hide_expired
- * then lets it see the expired rows it acts on, where the table forces row
- * security on its owner, as whom it runs.  A preview's count sees them the
- * same way (its caller may see them anyway: the owner, who may turn FORCE
- * off, a member of its role, or a superuser).  The flag is this file's and
- * nothing else sets it; it is cleared when the statement ends or fails.
+ * of the relation it names is true in this backend for the role it runs as
+ * (the owner): the row-level security policy of hide_expired then lets it
+ * see the expired rows it acts on, where the table forces row security on
+ * its owner.  It is false for any other relation, and for code that runs
+ * as another role (a SECURITY DEFINER function, a trigger of a table a
+ * foreign key cascades into): no user code the purge reaches sees another
+ * table's expired rows, nor this one's as anyone but its owner.  A
+ * preview's count sees them the same way (its caller may see them anyway:
+ * the owner, who may turn FORCE off, a member of its role, or a
+ * superuser).  The state is this file's and nothing else sets it; it is
+ * restored when the statement ends or fails.
  *
  * Locking: the caller holds the target table's ROW EXCLUSIVE lock (ACCESS
  * SHARE for a preview); the other relations of the plan are locked here.
@@ -177,20 +182,62 @@ static const char *const ttl_planner_pins[][2] = {
 	{"jit", "off"}
 };
 
-/* inside ttl_statement_run's statement (see the top of the file) */
-static bool statement_purging = false;
+/*
+ * Inside ttl_statement_run's statement or a preview's count (see the top of
+ * the file): the relation the statement names and the role it runs as (the
+ * table's owner); InvalidOid outside.
+ */
+static Oid	statement_purging_relid = InvalidOid;
+static Oid	statement_purging_user = InvalidOid;
 
 PG_FUNCTION_INFO_V1(ttl_index_purging);
 
 /*
- * ttl_index_purging() returns boolean
- *		Whether this backend is running ttl_index's purge statement: the
- *		escape of hide_expired's row-level security policy (hide.c).
+ * ttl_index_purging(regclass) returns boolean
+ *		Whether this backend is running ttl_index's purge statement on that
+ *		relation, and evaluates the call as the role the statement runs as:
+ *		the escape of hide_expired's row-level security policy of that
+ *		relation (hide.c).  User code that the statement reaches and that
+ *		runs as another role (a SECURITY DEFINER function, the triggers of
+ *		a table a foreign key cascades into, which run as that table's
+ *		owner) gets false, and so does every read of another relation: the
+ *		purge of one table never shows another table's expired rows.
  */
 Datum
 ttl_index_purging(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(statement_purging);
+	Oid			relid = PG_GETARG_OID(0);
+
+	PG_RETURN_BOOL(OidIsValid(statement_purging_relid) &&
+				   relid == statement_purging_relid &&
+				   GetUserId() == statement_purging_user);
+}
+
+/*
+ * statement_executor_run
+ *		Run a query to its end with ttl_index_purging() true for relid, as
+ *		the current user; restores what was there before, also on error.
+ */
+static void
+statement_executor_run(QueryDesc *qd, Oid relid)
+{
+	Oid			save_relid = statement_purging_relid;
+	Oid			save_user = statement_purging_user;
+
+	statement_purging_relid = relid;
+	statement_purging_user = GetUserId();
+	PG_TRY();
+	{
+		ExecutorStart(qd, 0);
+		ttl_ExecutorRun(qd, ForwardScanDirection, 0);
+		ExecutorFinish(qd);
+	}
+	PG_FINALLY();
+	{
+		statement_purging_relid = save_relid;
+		statement_purging_user = save_user;
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -875,18 +922,7 @@ ttl_statement_run(TtlPolicy *policy, TtlTarget *t, Relation rel, Relation parent
 		}
 		qd = CreateQueryDesc(stmt, t->plan->sql, GetActiveSnapshot(),
 							 InvalidSnapshot, None_Receiver, params, NULL, 0);
-		statement_purging = true;
-		PG_TRY();
-		{
-			ExecutorStart(qd, 0);
-			ttl_ExecutorRun(qd, ForwardScanDirection, 0);
-			ExecutorFinish(qd);
-		}
-		PG_FINALLY();
-		{
-			statement_purging = false;
-		}
-		PG_END_TRY();
+		statement_executor_run(qd, RelationGetRelid(via_parent ? parent : rel));
 		if (stmt->canSetTag)
 			processed = qd->estate->es_processed;
 		ExecutorEnd(qd);
@@ -1003,18 +1039,7 @@ ttl_statement_preview(TtlPolicy *policy, TtlTarget *t, Relation rel,
 	qd = CreateQueryDesc(linitial_node(PlannedStmt, stmts), sql, GetActiveSnapshot(),
 						 InvalidSnapshot, dest, params, NULL, 0);
 	/* sees what the statement would: hide_expired's rows under FORCE too */
-	statement_purging = true;
-	PG_TRY();
-	{
-		ExecutorStart(qd, 0);
-		ttl_ExecutorRun(qd, ForwardScanDirection, 0);
-		ExecutorFinish(qd);
-	}
-	PG_FINALLY();
-	{
-		statement_purging = false;
-	}
-	PG_END_TRY();
+	statement_executor_run(qd, RelationGetRelid(via_parent ? parent : rel));
 	slot = MakeSingleTupleTableSlot(qd->tupDesc, &TTSOpsMinimalTuple);
 	if (tuplestore_gettupleslot(store, true, false, slot))
 	{

@@ -76,7 +76,7 @@ ROLLBACK;
 -- deletes every expired row, which the owner's own reads do not show
 SELECT ttl_runner() >= 0 AS ran;
 SELECT id FROM s ORDER BY id;
-SELECT hx_check.ok FROM (SELECT ttl_index_purging() = false AS ok) hx_check;
+SELECT hx_check.ok FROM (SELECT ttl_index_purging('hx.s') = false AS ok) hx_check;
 
 -- the TTL changes: the expression follows
 INSERT INTO s VALUES (6, now() - interval '30 minutes', 'half');
@@ -251,6 +251,11 @@ SELECT ttl_create_index('b', 'ts', 3600, set_columns => $$secret = NULL$$, hide_
 CREATE POLICY mine ON b USING (true);
 SELECT ttl_create_index('b', 'ts', 3600, hide_expired => true);
 DROP POLICY mine ON b;
+-- a cast to a domain runs the domain's constraints, which may call the
+-- owner's function as each reader: refused as a function is
+CREATE FUNCTION hx.evil(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$BEGIN RETURN true; END$$;
+CREATE DOMAIN hx.dom AS int CHECK (hx.evil(VALUE));
+SELECT ttl_create_index('b', 'ts', 3600, filter => 'CAST(id AS hx.dom) IS NOT NULL', hide_expired => true);
 CREATE VIEW bv AS SELECT * FROM b;
 SELECT ttl_create_index('bv', 'ts', 3600, hide_expired => true);
 -- an existing policy, changed with a bad option: the policy and the table as they were
@@ -261,7 +266,68 @@ SELECT filter, hide_expired FROM ttl_index_stats WHERE table_name = 'hx.b'::regc
 SELECT relrowsecurity, (SELECT count(*) FROM pg_policy WHERE polrelid = 'hx.b'::regclass) AS policies
   FROM pg_class WHERE oid = 'hx.b'::regclass;
 -- ttl_index_purging() is false outside the purge
-SELECT ttl_index_purging();
+SELECT ttl_index_purging('hx.s');
+
+-- a purge never shows another table's expired rows: an ordinary role that
+-- may read s, and owns a table whose purge runs its trigger, reads s in
+-- that trigger during its own ttl_runner() and sees no expired row (the
+-- escape is for the purged table, as its owner)
+CREATE ROLE hide_spy;
+GRANT USAGE, CREATE ON SCHEMA hx TO hide_spy;
+SET ROLE hide_owner;
+CREATE TABLE sec (id int, ts timestamptz, note text);
+INSERT INTO sec VALUES (1, now() - interval '3 hours', 'expired-secret'), (2, now(), 'fresh');
+SELECT ttl_create_index('sec', 'ts', 3600, purge_window => to_char(now() + interval '2 hours', 'HH24:00') || '-' || to_char(now() + interval '3 hours', 'HH24:00'),
+						hide_expired => true) > 0 AS ok;
+GRANT SELECT ON sec TO hide_spy;
+RESET ROLE;
+SET ROLE hide_spy;
+CREATE TABLE hx.loot (note text);
+CREATE TABLE hx.bait (id int, ts timestamptz);
+CREATE FUNCTION hx.spy() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO hx.loot SELECT note FROM hx.sec;
+	RETURN OLD;
+END $$;
+CREATE TRIGGER spy BEFORE DELETE ON hx.bait FOR EACH ROW EXECUTE FUNCTION hx.spy();
+INSERT INTO hx.bait VALUES (1, now() - interval '2 days');
+SELECT ttl_create_index('hx.bait', 'ts', '1 day') > 0 AS ok;
+SELECT ttl_runner() >= 1 AS ran;
+SELECT count(*) AS bait_left FROM hx.bait;
+SELECT count(*) FILTER (WHERE note = 'expired-secret') AS leaked,
+	   count(*) FILTER (WHERE note = 'fresh') AS trigger_saw_fresh FROM hx.loot;
+RESET ROLE;
+-- (sec's purge window is closed: its expired row is still there)
+SELECT count(*) AS secret_still_there FROM hx.sec WHERE id = 1;
+
+-- dropping the TTL policy of a table that has a restrictive policy of the
+-- owner's keeps row security and ttl_index_allow: the readers keep what
+-- they could read (without ttl_index_allow a restrictive policy alone
+-- grants nothing)
+SET ROLE hide_owner;
+CREATE TABLE kp (id int, ts timestamptz, v int);
+INSERT INTO kp VALUES (1, now(), 1), (2, now(), -1);
+GRANT SELECT ON kp TO hide_reader;
+SELECT ttl_create_index('kp', 'ts', 3600, hide_expired => true) > 0 AS ok;
+CREATE POLICY mine ON kp AS RESTRICTIVE USING (v > 0);
+SET ROLE hide_reader;
+SELECT id FROM kp ORDER BY id;
+SET ROLE hide_owner;
+SELECT ttl_drop_index('kp', 'ts');
+SET ROLE hide_reader;
+SELECT id FROM kp ORDER BY id;
+RESET ROLE;
+SELECT relrowsecurity, (SELECT array_agg(polname ORDER BY polname) FROM pg_policy WHERE polrelid = 'hx.kp'::regclass) AS policies
+  FROM pg_class WHERE oid = 'hx.kp'::regclass;
+-- a hiding policy the owner renamed is still the extension's: removed
+SET ROLE hide_owner;
+DROP POLICY mine ON kp;
+SELECT ttl_create_index('kp', 'ts', 3600, hide_expired => true) > 0 AS ok;
+ALTER POLICY ttl_index_hide_expired_ts ON kp RENAME TO renamed;
+SELECT ttl_alter_index('kp', 'ts', hide_expired => false) > 0 AS ok;
+RESET ROLE;
+SELECT relrowsecurity, (SELECT array_agg(polname ORDER BY polname) FROM pg_policy WHERE polrelid = 'hx.kp'::regclass) AS policies
+  FROM pg_class WHERE oid = 'hx.kp'::regclass;
 
 -- the extension cannot be dropped while a policy calls ttl_index_purging()
 CREATE TABLE hx.last (id int, ts timestamptz);
@@ -279,3 +345,4 @@ DROP EXTENSION ttl_index;
 DROP ROLE hide_owner;
 DROP ROLE hide_reader;
 DROP ROLE hide_bypass;
+DROP ROLE hide_spy;

@@ -115,7 +115,9 @@ ttl_wake_at_commit(void)
  *		As ttl_wake_at_commit, for any database.  A prepared transaction
  *		wakes another database at its PREPARE no more than at its COMMIT
  *		PREPARED: a pause it made is seen at the worker's next reload (at
- *		most a minute), a reset at the database's next wake-up.
+ *		most a minute), a reset when the launcher next starts the paused
+ *		database's worker to read the setting again (at most a minute,
+ *		launcher.c).
  */
 static void
 ttl_wake_database_at_commit(Oid dboid)

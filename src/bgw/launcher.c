@@ -40,7 +40,8 @@
  *	  leaves, which is no failure; the slot stays marked, taking no worker
  *	  from the others, until the commit of an ALTER DATABASE ... SET or
  *	  RESET of the setting (or any other wake-up of the database, hooks.c)
- *	  clears it, and a worker starts and reads the setting again.
+ *	  clears it, or a minute after its worker left (a RESET that woke no
+ *	  one), and a worker starts and reads the setting again.
  *
  * Locking: the slots lock (shmem.c) is held only to read and change slots;
  * registering a worker, logging and setting latches happen after it is
@@ -79,6 +80,8 @@
 /* how long a worker must have lived for its exit not to count as a failure */
 #define TTL_HEALTHY_RUN_MS		10000
 #define TTL_MAX_BACKOFF_MS		60000
+/* a paused database's worker starts again after this to re-read the setting */
+#define TTL_PAUSED_RECHECK_MS	60000
 /* a worker sleeping this long into its turn leaves early when others wait */
 #define TTL_IDLE_TURN_MS		2000
 
@@ -402,9 +405,23 @@ ttl_launcher_wants(TtlDbSlot *slot, TimestampTz now, long *wait_ms)
 	*wait_ms = -1;
 	if (slot->worker_running || (!slot->has_extension && !slot->probe))
 		return false;
-	/* paused by ALTER DATABASE: its slot stays free until a wake-up */
+	/*
+	 * Paused by ALTER DATABASE: its slot stays free until a wake-up, or a
+	 * minute after its worker left, when one starts to read the setting
+	 * again: a RESET that woke no one (a prepared transaction of another
+	 * database, whose COMMIT PREPARED does not know it) is seen so.  The
+	 * caller holds the lock exclusively.
+	 */
 	if (slot->db_paused)
-		return false;
+	{
+		ms = TTL_PAUSED_RECHECK_MS - TimestampDifferenceMilliseconds(slot->last_start, now);
+		if (ms > 0)
+		{
+			*wait_ms = ms + 1;
+			return false;
+		}
+		slot->db_paused = false;
+	}
 	if (slot->blocked_until > now)
 	{
 		*wait_ms = TimestampDifferenceMilliseconds(now, slot->blocked_until) + 1;

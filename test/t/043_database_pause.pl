@@ -8,7 +8,10 @@
 # the setting at every level.  Refused, changing nothing: the setting from
 # a role that is not a superuser (the database's owner too), a value that
 # is not a boolean, and a pause rolled back; an owner granted SET on the
-# parameter may pause its database.
+# parameter may pause its database.  A RESET committed by COMMIT PREPARED
+# in another database, which wakes no one, is seen when the launcher starts
+# the paused database's worker again to read the setting (a minute after
+# its worker left).
 use strict;
 use warnings;
 use FindBin;
@@ -18,7 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use TtlIndex;
 
-my $node = TtlIndex::node('dbpause', 'ttl_index.log_min_duration = -1');
+my $node = TtlIndex::node('dbpause', 'ttl_index.log_min_duration = -1', 'max_prepared_transactions = 2');
 for my $db (qw(a b))
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
@@ -168,6 +171,19 @@ $node->psql('b', 'ALTER DATABASE b RESET ttl_index.enabled', extra_params => [ '
 is(setting('b'), '', 'and reset');
 expire('b', 100);
 TtlIndex::wait_until($node, 'b', 'SELECT count(*) = 0 FROM t', 'b is purged again');
+
+# ---- 6. a RESET in a prepared transaction of another database: its
+# COMMIT PREPARED does not know it and wakes no one; the launcher starts
+# a's worker again within a minute of its leaving, which reads the setting
+$node->safe_psql('postgres', 'ALTER DATABASE a SET ttl_index.enabled = off');
+TtlIndex::wait_is($node, 'b', "SELECT state FROM ttl_index_databases WHERE datname = 'a'", 'paused',
+	'a is paused again');
+expire('a', 100);
+$node->safe_psql('postgres', q{BEGIN; ALTER DATABASE a RESET ttl_index.enabled;
+PREPARE TRANSACTION 'reset_a'; COMMIT PREPARED 'reset_a';});
+is(setting('a'), '', 'the prepared RESET is committed');
+TtlIndex::wait_until($node, 'a', 'SELECT count(*) = 0 FROM t',
+	'a is purged after a RESET committed by COMMIT PREPARED', 240);
 
 $node->stop;
 done_testing();

@@ -177,10 +177,13 @@ RESET ROLE;
 
 -- 7. ttl_from_cron() maps a job's months to a calendar TTL, counted in the
 -- zone of the job's session; months beside a negative part become 30
--- days each, which a TTL allows
+-- days each, which a TTL allows.  The jobs' role has its own TimeZone, so
+-- that the zone does not depend on pg_regress's (PST8PDT before 17)
+CREATE ROLE ttl_cal_cron;
+ALTER ROLE ttl_cal_cron SET TimeZone = 'America/Los_Angeles';
 CREATE SCHEMA cron;
 CREATE TABLE cron.job (jobid bigserial PRIMARY KEY, schedule text NOT NULL, command text NOT NULL,
-					   database text DEFAULT current_database(), username text DEFAULT current_user,
+					   database text DEFAULT current_database(), username text DEFAULT 'ttl_cal_cron',
 					   jobname text);
 INSERT INTO cron.job (jobname, schedule, command) VALUES
  ('yearly', '0 4 1 * *', $$DELETE FROM cal.events WHERE at < now() - interval '7 years'$$),
@@ -189,6 +192,7 @@ INSERT INTO cron.job (jobname, schedule, command) VALUES
  ('nowhere', '0 4 1 * *', $$DELETE FROM cal.none WHERE at < now() - interval '1 year'$$);
 SELECT jobname, ttl_call, note FROM ttl_from_cron() ORDER BY jobid;
 DROP SCHEMA cron CASCADE;
+DROP ROLE ttl_cal_cron;
 SET client_min_messages = error;
 DROP SCHEMA cal CASCADE;
 DROP SCHEMA ttl_test CASCADE;

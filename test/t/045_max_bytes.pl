@@ -5,10 +5,10 @@
 #
 # Rounds of inserts of newer rows, bounded in number.  Each round waits
 # for two rounds of the worker's schedule that began after its inserts
-# (TtlIndex::wait_round), then for
-# autovacuum to have processed the table (no dead row, no insert since its
-# last vacuum: a state, not a time; autovacuum runs every second and the
-# table's thresholds are 0, so that it comes after every round).  After
+# (TtlIndex::wait_round), then runs the VACUUM that autovacuum would (with
+# the table's thresholds at 0 it would come after every round; waiting for
+# it is a wait on statistics that a busy machine reports late, and the
+# test command once measured a round before autovacuum had come).  After
 # each round: the rows kept are the newest (a run of ids ending at the
 # last one inserted), and once the table first reached max_bytes, its
 # size (pg_total_relation_size) stays within max_bytes plus the bound
@@ -63,10 +63,10 @@ INSERT INTO ev SELECT i, now() - interval '1 day' + i * interval '1 ms', repeat(
 	# ev that began after them
 	TtlIndex::wait_round($node, 'postgres', 'mark', "round $round: the worker went through its schedule");
 	TtlIndex::wait_round($node, 'postgres', 'mark', "round $round: twice");
-	$node->poll_query_until('postgres', q{
-SELECT n_dead_tup = 0 AND n_ins_since_vacuum = 0 AND autovacuum_count > 0
-  FROM pg_stat_user_tables WHERE relid = 'ev'::regclass})
-	  or die "round $round: autovacuum did not process the table";
+	# the VACUUM that records the space the capped rows left, as autovacuum
+	# does (a wait for autovacuum's own is a wait on statistics a busy
+	# machine reports late: the test command failed so once on 18)
+	$node->safe_psql('postgres', 'VACUUM ev');
 	my ($size, $n, $lo, $hi) = split /\|/, $node->safe_psql('postgres',
 		"SELECT pg_total_relation_size('ev'), count(*), min(id), max(id) FROM ev");
 	push @sizes, "$round: $size bytes, $n rows";

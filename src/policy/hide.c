@@ -257,6 +257,24 @@ ttl_hide_visible_sql(TtlPolicy *policy, TtlTarget *t)
 }
 
 /*
+ * hide_refuse_dormant_policies
+ *		Refuse a table whose row security the caller found disabled but
+ *		which has policies of its own: enabling row security, as
+ *		hide_expired does, would turn them on.  Connected to SPI.
+ */
+static void
+hide_refuse_dormant_policies(Oid relid)
+{
+	if (hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1", relid) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has row-level security policies but row security is disabled",
+						get_rel_name(relid)),
+				 errdetail("hide_expired enables row security, which would turn those policies on."),
+				 errhint("Enable row security (ALTER TABLE ... ENABLE ROW LEVEL SECURITY) or drop the policies first.")));
+}
+
+/*
  * ttl_hide_check
  *		Refuse hide_expired where it cannot be what the documentation says,
  *		before anything changes: a policy without a TTL, an anonymize
@@ -309,18 +327,9 @@ ttl_hide_check(TtlPolicy *policy, Relation rel)
 				 errhint("Write the filter with built-in functions, operators and types only.")));
 	if (!rel->rd_rel->relrowsecurity)
 	{
-		int64		n;
-
 		SPI_connect();
-		n = hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1",
-					   RelationGetRelid(rel));
+		hide_refuse_dormant_policies(RelationGetRelid(rel));
 		SPI_finish();
-		if (n > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table \"%s\" has row-level security policies but row security is disabled", relname),
-					 errdetail("hide_expired enables row security, which would turn those policies on."),
-					 errhint("Enable row security (ALTER TABLE ... ENABLE ROW LEVEL SECURITY) or drop the policies first.")));
 	}
 }
 
@@ -431,13 +440,7 @@ hide_make_one(TtlPolicy *policy, Oid relid)
 	if (!hide_rls_enabled(relid))
 	{
 		/* a child may have policies of its own that enabling would turn on */
-		if (hide_count("SELECT count(*) FROM pg_catalog.pg_policy WHERE polrelid = $1", relid) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table \"%s\" has row-level security policies but row security is disabled",
-							get_rel_name(relid)),
-					 errdetail("hide_expired enables row security, which would turn those policies on."),
-					 errhint("Enable row security (ALTER TABLE ... ENABLE ROW LEVEL SECURITY) or drop the policies first.")));
+		hide_refuse_dormant_policies(relid);
 		hide_exec(psprintf("ALTER TABLE %s ENABLE ROW LEVEL SECURITY", qualname));
 		hide_exec(psprintf("CREATE POLICY " HIDE_ALLOW " ON %s AS PERMISSIVE FOR ALL TO PUBLIC"
 						   " USING (true) WITH CHECK (true)", qualname));

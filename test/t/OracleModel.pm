@@ -408,6 +408,20 @@ sub coerce
 # --- the model ------------------------------------------------------------------
 # expect(case, t0, t1): per row id, { fate => go|stay|may, why => ..., and
 # for an anonymized or soft-deleted row the values it must hold }
+# cap_kept(case, outcome, row): whether a row a cap would take stays
+# because the table keeps it (a refusing trigger's held row, a row a
+# foreign key references), marking its outcome so: held, and whether
+# rows_held counts the rows the cap wanted is left open (age_fate may)
+sub cap_kept
+{
+	my ($c, $o, $r) = @_;
+	return 1 if $o->{why} eq 'refused' || $o->{why} eq 'referenced';
+	return 0 unless ($r->{hold} && $c->{refuse}) || $r->{ref};
+	$o->{why} = $r->{ref} ? 'referenced' : 'refused';
+	$o->{age_fate} = 'may';
+	return 1;
+}
+
 sub expect
 {
 	my ($c, $t0, $t1) = @_;
@@ -468,16 +482,7 @@ sub expect
 			{
 				next unless cmp_keys($x->[1], $cut) < 0;
 				my $o = $out{ $x->[0] };
-				my $r = $byid{ $x->[0] };
-				next if $o->{why} eq 'refused' || $o->{why} eq 'referenced';
-				if (($r->{hold} && $c->{refuse}) || $r->{ref})
-				{
-					# kept by the table: held, whether rows_held counts the
-					# rows the cap wanted is left open (age_fate may)
-					$o->{why} = $r->{ref} ? 'referenced' : 'refused';
-					$o->{age_fate} = 'may';
-					next;
-				}
+				next if cap_kept($c, $o, $byid{ $x->[0] });
 				if ($o->{fate} eq 'stay') { $o->{fate} = 'go'; $o->{why} = 'capped'; }
 				elsif ($o->{fate} eq 'may') { $o->{why} = 'capped or expired'; }
 			}
@@ -494,14 +499,7 @@ sub expect
 		{
 			next unless cmp_keys($x->[1], $nn[0][1]) < 0;
 			my $o = $out{ $x->[0] };
-			my $r = $byid{ $x->[0] };
-			next if $o->{why} eq 'refused' || $o->{why} eq 'referenced';
-			if (($r->{hold} && $c->{refuse}) || $r->{ref})
-			{
-				$o->{why} = $r->{ref} ? 'referenced' : 'refused';
-				$o->{age_fate} = 'may';
-				next;
-			}
+			next if cap_kept($c, $o, $byid{ $x->[0] });
 			if ($o->{fate} eq 'stay') { $o->{fate} = 'may'; $o->{why} = 'capped'; }
 			elsif ($o->{fate} eq 'may' && $o->{why} eq '') { $o->{why} = 'capped or expired'; }
 		}

@@ -1277,8 +1277,30 @@ SQL
 }
 
 # ---------------------------------------------------------------- 12
+# steady_inserts N TABLE LEN RATE SECS QUERY COLUMN: pgbench inserts about
+# RATE rows/s into TABLE (10 rows of a LEN-character payload a transaction)
+# for SECS s, while QUERY is sampled every 200 ms into $out/sN_COLUMN.tsv;
+# sets the caller's n (the samples) and inserted (the rows/s pgbench made)
+steady_inserts() {
+	local s=$1 table=$2 len=$3 rate=$4 secs=$5 query=$6 col=$7 pgb tps
+	echo "INSERT INTO $table (payload) SELECT repeat('p', $len) FROM generate_series(1, 10);" > "$dir/s$s.sql"
+	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
+		-f "$dir/s$s.sql" bench > "$dir/s$s.pgbench" 2>&1 &
+	pgb=$!
+	sql "CALL bench_sample_query($s, '$table', '${query//\'/\'\'}', $secs)"
+	wait $pgb || { cat "$dir/s$s.pgbench"; die "scenario $s: pgbench failed"; }
+	sql "COPY (SELECT round(t::numeric, 3), age::bigint FROM bench_sample WHERE scenario = $s ORDER BY t) TO STDOUT" |
+		{ printf 't_s\t%s\n' "$col"; cat; } > "$out/s${s}_$col.tsv"
+	n=$(($(wc -l < "$out/s${s}_$col.tsv") - 1))
+	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s$s.pgbench")
+	inserted=$(calc "$tps * 10" 0)
+}
+
+# tsv_pct FILE P: the P-th percentile of the second column of a sample file
+tsv_pct() { tail -n +2 "$1" | cut -f2 | pct "$2"; }
+
 s12() {
-	local cap=$s12_cap rate=$s12_rate secs=$s12_secs n p1 p50 p99 max tps inserted
+	local cap=$s12_cap rate=$s12_rate secs=$s12_secs n p1 p50 p99 max inserted
 	echo
 	echo "== 12. a size cap under steady inserts: max_rows => $(fmt $cap), pgbench inserts about $(fmt $rate) rows/s (10 per transaction) for $secs s; count(*) every 200 ms"
 	Q >/dev/null <<SQL
@@ -1287,23 +1309,11 @@ INSERT INTO s12_cap (at, payload) SELECT now() - g * interval '1 ms', repeat('p'
 SELECT ttl_create_index('s12_cap', 'at', NULL, max_rows => $cap);
 SQL
 	worker on
-	cat > "$dir/s12.sql" <<'SQL'
-INSERT INTO s12_cap (payload) SELECT repeat('p', 40) FROM generate_series(1, 10);
-SQL
-	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
-		-f "$dir/s12.sql" bench > "$dir/s12.pgbench" 2>&1 &
-	local pgb=$!
-	sql "CALL bench_sample_query(12, 's12_cap', 'SELECT count(*)::float8 FROM s12_cap', $secs)"
-	wait $pgb || { cat "$dir/s12.pgbench"; die "scenario 12: pgbench failed"; }
-	sql "COPY (SELECT round(t::numeric, 3), age::bigint FROM bench_sample WHERE scenario = 12 ORDER BY t) TO STDOUT" |
-		{ printf 't_s\trows\n'; cat; } > "$out/s12_rows.tsv"
-	n=$(($(wc -l < "$out/s12_rows.tsv") - 1))
-	p1=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 1)
-	p50=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 50)
-	p99=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 99)
-	max=$(tail -n +2 "$out/s12_rows.tsv" | cut -f2 | pct 100)
-	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s12.pgbench")
-	inserted=$(calc "$tps * 10" 0)
+	steady_inserts 12 s12_cap 40 $rate $secs 'SELECT count(*)::float8 FROM s12_cap' rows
+	p1=$(tsv_pct "$out/s12_rows.tsv" 1)
+	p50=$(tsv_pct "$out/s12_rows.tsv" 50)
+	p99=$(tsv_pct "$out/s12_rows.tsv" 99)
+	max=$(tsv_pct "$out/s12_rows.tsv" 100)
 	printf '%-34s %s\n' "inserted rows/s (pgbench)" "$(fmt "$inserted")"
 	printf '%-34s %s\n' "rows capped by the worker" "$(fmt "$(sql "SELECT rows_capped FROM ttl_index_stats WHERE table_name = 's12_cap'::regclass")")"
 	printf '%-34s %s\n' "samples" "$n"
@@ -1318,7 +1328,7 @@ SQL
 
 # ---------------------------------------------------------------- 13
 s13() {
-	local cap=$s13_cap rate=$s13_rate secs=$s13_secs n p50 p99 max tps inserted rows newest bound
+	local cap=$s13_cap rate=$s13_rate secs=$s13_secs n p50 p99 max inserted rows newest bound
 	echo
 	echo "== 13. a size cap by bytes under steady inserts: max_bytes => $(fmt $cap), pgbench inserts about $(fmt $rate) rows/s (10 per transaction) for $secs s; pg_total_relation_size every 200 ms; autovacuum_naptime 5 s"
 	# autovacuum comes often enough to be seen in the run: the cap holds by
@@ -1343,22 +1353,10 @@ END \$\$;
 SELECT ttl_create_index('s13_cap', 'at', NULL, max_bytes => $cap);
 SQL
 	worker on
-	cat > "$dir/s13.sql" <<'SQL'
-INSERT INTO s13_cap (payload) SELECT repeat('p', 100) FROM generate_series(1, 10);
-SQL
-	$PGBIN/pgbench -n -h "$dir" -p $port -U postgres -c 2 -j 2 -R $((rate / 10)) -T $((secs + 1)) \
-		-f "$dir/s13.sql" bench > "$dir/s13.pgbench" 2>&1 &
-	local pgb=$!
-	sql "CALL bench_sample_query(13, 's13_cap', 'SELECT pg_total_relation_size(''s13_cap'')::float8', $secs)"
-	wait $pgb || { cat "$dir/s13.pgbench"; die "scenario 13: pgbench failed"; }
-	sql "COPY (SELECT round(t::numeric, 3), age::bigint FROM bench_sample WHERE scenario = 13 ORDER BY t) TO STDOUT" |
-		{ printf 't_s\tbytes\n'; cat; } > "$out/s13_bytes.tsv"
-	n=$(($(wc -l < "$out/s13_bytes.tsv") - 1))
-	p50=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 50)
-	p99=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 99)
-	max=$(tail -n +2 "$out/s13_bytes.tsv" | cut -f2 | pct 100)
-	tps=$(awk '/^tps = / {print $3; exit}' "$dir/s13.pgbench")
-	inserted=$(calc "$tps * 10" 0)
+	steady_inserts 13 s13_cap 100 $rate $secs "SELECT pg_total_relation_size('s13_cap')::float8" bytes
+	p50=$(tsv_pct "$out/s13_bytes.tsv" 50)
+	p99=$(tsv_pct "$out/s13_bytes.tsv" 99)
+	max=$(tsv_pct "$out/s13_bytes.tsv" 100)
 	rows=$(sql "SELECT count(*) FROM s13_cap")
 	# the rows kept are the newest: a run of ids that ends at the last one
 	newest=$(sql "SELECT max(id) - min(id) + 1 = count(*) AND max(id) = (SELECT last_value FROM s13_cap_id_seq) FROM s13_cap")

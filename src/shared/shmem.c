@@ -474,13 +474,16 @@ ttl_shmem_helpers_of(TtlDbSlot *slot)
  * ttl_shmem_publish_settings
  *		The launcher's values of the server-wide settings (see owner.c): it
  *		connects to no database, so no database or role setting is among
- *		them.  Called at its start and after each reload.
+ *		them.  Called at its start and after each reload; wakes the
+ *		workers when what they obey changed.
  */
 void
 ttl_shmem_publish_settings(void)
 {
 	char		values[TTL_MAX_SETTINGS][TTL_SETTING_LEN];
+	bool		changed;
 
+	memset(values, 0, sizeof(values));
 	Assert(ttl_server_setting_count <= TTL_MAX_SETTINGS);
 	for (int i = 0; i < ttl_server_setting_count; i++)
 	{
@@ -489,6 +492,9 @@ ttl_shmem_publish_settings(void)
 		strlcpy(values[i], v ? v : "", TTL_SETTING_LEN);
 	}
 	LWLockAcquire(SettingsLock, LW_EXCLUSIVE);
+	changed = !Shared->settings_valid ||
+		Shared->server_enabled != ttl_enabled ||
+		memcmp(Shared->settings, values, sizeof(values)) != 0;
 	memcpy(Shared->settings, values, sizeof(values));
 	Shared->server_enabled = ttl_enabled;
 	Shared->settings_valid = true;
@@ -496,6 +502,30 @@ ttl_shmem_publish_settings(void)
 	if (pg_atomic_add_fetch_u32(&Shared->settings_generation, 1) == 0)
 		pg_atomic_add_fetch_u32(&Shared->settings_generation, 1);
 	LWLockRelease(SettingsLock);
+
+	/*
+	 * A worker reloads its own configuration at the same SIGHUP, and may
+	 * read the published values before this: switched on, it would sleep
+	 * as disabled until its next wake-up (up to ttl_index.max_sleep).  Wake
+	 * every worker once what they obey has changed; the latches are set
+	 * after the slots lock is released, as the launcher sets them.
+	 */
+	if (changed)
+	{
+		Latch	  **latches = palloc(sizeof(Latch *) * Shared->nslots);
+		int			nlatches = 0;
+
+		LWLockAcquire(SlotsLock, LW_SHARED);
+		for (int i = 0; i < Shared->nslots; i++)
+		{
+			if (Shared->slots[i].latch != NULL)
+				latches[nlatches++] = Shared->slots[i].latch;
+		}
+		LWLockRelease(SlotsLock);
+		for (int i = 0; i < nlatches; i++)
+			SetLatch(latches[i]);
+		pfree(latches);
+	}
 }
 
 /*

@@ -11,7 +11,8 @@
 # parameter may pause its database.  A RESET committed by COMMIT PREPARED
 # in another database, which wakes no one, is seen when the launcher starts
 # the paused database's worker again to read the setting (a minute after
-# its worker left).
+# its worker left).  The configuration's "on" wakes a worker asleep as
+# disabled at once, not at its next wake-up.
 use strict;
 use warnings;
 use FindBin;
@@ -184,6 +185,24 @@ PREPARE TRANSACTION 'reset_a'; COMMIT PREPARED 'reset_a';});
 is(setting('a'), '', 'the prepared RESET is committed');
 TtlIndex::wait_until($node, 'a', 'SELECT count(*) = 0 FROM t',
 	'a is purged after a RESET committed by COMMIT PREPARED', 240);
+
+# ---- 7. the configuration's "on" and "off" reach a sleeping worker at
+# once: the worker obeys the value the launcher publishes after the reload,
+# and one that read it before the launcher had published would sleep on in
+# the old state until its next wake-up (ttl_index.max_sleep, here an hour:
+# the test's timeout).  Five times each way, since which of the two reads
+# the configuration first is up to the scheduler.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET ttl_index.max_sleep = '1h'; SELECT pg_reload_conf()});
+for my $round (1 .. 5)
+{
+	$node->safe_psql('postgres', 'ALTER SYSTEM SET ttl_index.enabled = off; SELECT pg_reload_conf()');
+	TtlIndex::wait_until($node, 'b', q{SELECT phase = 'disabled' FROM ttl_index_progress WHERE datname = 'b'},
+		"round $round: b's worker, asleep for up to an hour, is disabled by the configuration's off");
+	$node->safe_psql('postgres', 'ALTER SYSTEM RESET ttl_index.enabled; SELECT pg_reload_conf()');
+	TtlIndex::wait_until($node, 'b', q{SELECT phase <> 'disabled' FROM ttl_index_progress WHERE datname = 'b'},
+		"round $round: and is enabled again by its on");
+}
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET ttl_index.max_sleep; SELECT pg_reload_conf()});
 
 $node->stop;
 done_testing();

@@ -165,6 +165,7 @@ SKIP:
 	  unless @old;
 
 	my %expired;
+	$node->safe_psql('postgres', 'CREATE ROLE upgrade_reader');
 	foreach my $v (@old)
 	{
 		(my $db = "from_$v") =~ s/\W/_/g;
@@ -245,6 +246,26 @@ SELECT (SELECT expire_after IS NULL FROM ttl_index_policy WHERE relid = 'capped'
        (SELECT count(*) FROM ttl_index_stats WHERE backlog_reason IS NULL OR backlog_reason IS NOT NULL),
        (SELECT count(*) FROM ttl_summary() WHERE healthy IS NOT NULL)}),
 			't|20|4|4', "$v: ttl_alter_index, backlog_reason and ttl_summary's health after the update");
+
+		# and hide_expired, whose row-level security policy calls the
+		# ttl_index_purging() the update made, and ttl_preview(): a reader
+		# does not see the expired rows the paused policy keeps, the
+		# preview counts them
+		$node->safe_psql($db, q{
+CREATE TABLE carts (updated_at timestamptz);
+GRANT SELECT ON carts TO upgrade_reader;
+SELECT ttl_create_index('carts', 'updated_at', 60, hide_expired => true);
+SELECT ttl_pause('carts');
+INSERT INTO carts SELECT now() - interval '1 hour' FROM generate_series(1, 4);
+INSERT INTO carts VALUES (now() + interval '1 hour');
+});
+		is($node->safe_psql($db, q{
+SELECT (SELECT count(*) FROM carts) || ' ' ||
+       (SELECT "rows" FROM ttl_preview('carts')) || ' ' ||
+       (SELECT count(*) FROM pg_policy WHERE polrelid = 'carts'::regclass);
+SET ROLE upgrade_reader;
+SELECT count(*) FROM carts}),
+			"5 4 2\n1", "$v: hide_expired and ttl_preview after the update");
 	}
 }
 

@@ -3,7 +3,10 @@
 # server under test.  The servers pg_upgrade runs (binary-upgrade mode) must
 # start no ttl_index launcher and no worker; after the upgrade every policy
 # is there as it was, and the worker, started by itself, purges the rows that
-# expired while the old cluster's worker was switched off.
+# expired while the old cluster's worker was switched off.  A table that
+# hides its expired rows (hide_expired) keeps its row-level security
+# policies, which call the extension's ttl_index_purging(): a reader sees
+# no expired row on either side, and the new worker still purges them.
 #
 # The old cluster runs from an installation of PostgreSQL 15 that carries
 # the same ttl_index (TTL_UPGRADE_FROM, default Debian's /usr/lib/postgresql/15,
@@ -55,6 +58,17 @@ SELECT ttl_create_index('events', 'at', interval '1 day', unit => 's',
 CREATE TABLE held (created_at timestamptz);
 SELECT ttl_create_index('held', 'created_at', 60);
 SELECT ttl_pause('held');
+-- hide_expired: row-level security policies that call the extension's
+-- ttl_index_purging(); paused, so that its expired rows are still there,
+-- and hidden, on either side of the upgrade
+CREATE ROLE hide_reader;
+CREATE TABLE carts (id int, updated_at timestamptz, note text);
+GRANT SELECT ON carts TO hide_reader;
+ALTER TABLE carts FORCE ROW LEVEL SECURITY;
+SELECT ttl_create_index('carts', 'updated_at', 60, hide_expired => true);
+SELECT ttl_pause('carts');
+INSERT INTO carts SELECT g, now() - interval '2 hours', 'old' FROM generate_series(1, 200) g;
+INSERT INTO carts SELECT g, now() + interval '1 day', 'new' FROM generate_series(1, 7) g;
 });
 
 # expired_rows(node, tag): rows that have expired, in each table
@@ -94,6 +108,19 @@ my $policies_sql = q{
 SELECT table_name, column_name, expire_after, batch_size, enabled, paused, filter, unit
   FROM ttl_index_stats ORDER BY table_name::text};
 my $policies = $old->safe_psql('app', $policies_sql);
+# what hide_expired made: row security and the two policies, each with its
+# expression (the restrictive one calls ttl_index_purging())
+my $hide_sql = q{
+SELECT c.relrowsecurity, c.relforcerowsecurity, p.polname, p.polpermissive,
+	   pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid),
+	   (SELECT hide_expired FROM ttl_index_policy t WHERE t.relid = c.oid)
+  FROM pg_class c JOIN pg_policy p ON p.polrelid = c.oid
+ WHERE c.oid = 'carts'::regclass ORDER BY p.polname};
+my $hide = $old->safe_psql('app', $hide_sql);
+like($hide, qr/ttl_index_allow.*\n.*ttl_index_hide_expired_updated_at.*ttl_index_purging/,
+	'PostgreSQL 15: hide_expired made its two policies');
+is($old->safe_psql('app', 'SET ROLE hide_reader; SELECT count(*) FROM carts'), '7',
+	'PostgreSQL 15: a reader does not see the expired rows of a hide_expired table');
 my $version = $old->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'ttl_index'");
 
 # Debian's PostgreSQL 15.20 (like Debian 13's 17.12) stamps every column it
@@ -153,10 +180,25 @@ TtlIndex::wait_is($new, 'app',
 	'100 50 20', 'the worker purges the rows that expired before the upgrade (the paused policy keeps its rows)', 60);
 TtlIndex::wait_is($new, 'app',
 	"SELECT string_agg(table_name || ' ' || rows_deleted || ' ' || errors, ', ' ORDER BY table_name::text) FROM ttl_index_stats",
-	'events 1000 0, held 0 0, sessions 3000 0', 'ttl_index_stats counts what the new worker did');
+	'carts 0 0, events 1000 0, held 0 0, sessions 3000 0', 'ttl_index_stats counts what the new worker did');
 $new->safe_psql('app', q{SELECT ttl_resume('held')});
 TtlIndex::wait_is($new, 'app', 'SELECT count(*) FROM held', '0',
 	'a policy paused before the upgrade purges once resumed');
+
+# hide_expired: the same policies, still hiding the expired rows from a
+# reader (and from the owner, under FORCE), and the worker, once the
+# policy is resumed, still purges them as the owner under FORCE
+is($new->safe_psql('app', $hide_sql), $hide,
+	'hide_expired: the same row security, policies and catalog option after the upgrade');
+is($new->safe_psql('app', 'SELECT count(*) FROM carts'), '207',
+	'hide_expired: the expired rows are still there (the policy is paused)');
+is($new->safe_psql('app', 'SET ROLE hide_reader; SELECT count(*) FROM carts'), '7',
+	'hide_expired: a reader still does not see them after the upgrade');
+$new->safe_psql('app', q{SELECT ttl_resume('carts')});
+TtlIndex::wait_is($new, 'app', q{SELECT count(*) FROM carts WHERE note = 'old'}, '0',
+	'hide_expired: the new worker deletes them under FORCE ROW LEVEL SECURITY');
+is($new->safe_psql('app', q{SELECT count(*) || ' ' || (SELECT errors FROM ttl_index_stats WHERE table_name = 'carts'::regclass) FROM carts}),
+	'7 0', 'hide_expired: and only them, without an error');
 
 $new->stop;
 done_testing();

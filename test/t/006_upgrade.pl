@@ -250,12 +250,15 @@ SELECT (SELECT expire_after IS NULL FROM ttl_index_policy WHERE relid = 'capped'
 		# and hide_expired, whose row-level security policy calls the
 		# ttl_index_purging() the update made, and ttl_preview(): a reader
 		# does not see the expired rows the paused policy keeps, the
-		# preview counts them
+		# preview counts them (paused in the transaction that makes it, so
+		# that no pass of the worker starts in between)
 		$node->safe_psql($db, q{
 CREATE TABLE carts (updated_at timestamptz);
 GRANT SELECT ON carts TO upgrade_reader;
+BEGIN;
 SELECT ttl_create_index('carts', 'updated_at', 60, hide_expired => true);
 SELECT ttl_pause('carts');
+COMMIT;
 INSERT INTO carts SELECT now() - interval '1 hour' FROM generate_series(1, 4);
 INSERT INTO carts VALUES (now() + interval '1 hour');
 });
